@@ -1,0 +1,219 @@
+"""clusterforge: provision GPU training clusters with Ansible, on a local container lab
+or a real cluster."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from clusterforge import __version__
+from clusterforge.errors import EXIT_INTERRUPTED, EXIT_USAGE, ClusterforgeError, UsageError
+from clusterforge.lab import spec
+from clusterforge.lab.image import BUILDERS
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits with 2 on bad arguments; clusterforge documents 4 for that."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="clusterforge", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"clusterforge {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    lab = commands.add_parser("lab", help="the local container lab (the embedded default)")
+    lab_commands = lab.add_subparsers(dest="lab_command", required=True, parser_class=_Parser)
+    lab_up = lab_commands.add_parser("up", help="build the image once, start the lab nodes")
+    lab_up.add_argument(
+        "--size",
+        default=spec.DEFAULT_SIZE,
+        help=f"one of {', '.join(spec.SIZES)} (default {spec.DEFAULT_SIZE})",
+    )
+    _add_image_options(lab_up)
+    lab_image = lab_commands.add_parser("image", help="build the lab node image only")
+    _add_image_options(lab_image)
+    lab_image.add_argument("--rebuild", action="store_true", help="build even if cached")
+    lab_commands.add_parser("status", help="show the lab nodes")
+    lab_commands.add_parser("down", help="remove the lab nodes and their network")
+    for sub in lab_commands.choices.values():
+        sub.add_argument("--name", default="lab", help="lab name, for several labs (default lab)")
+
+    run = commands.add_parser("run", help="run site.yml or one stage on an inventory")
+    run.add_argument(
+        "playbook",
+        nargs="?",
+        default="site",
+        help="site (default), a stage name, or a playbook file",
+    )
+    run.add_argument(
+        "-i", "--inventory", help="inventory file or directory (default: the running lab's)"
+    )
+    run.add_argument("--lab", default="lab", help="lab whose inventory is the default")
+    run.add_argument("-l", "--limit", help="limit to a host pattern")
+    run.add_argument("-C", "--check", action="store_true", help="check mode: change nothing")
+    run.add_argument("-D", "--diff", action="store_true", help="show file differences")
+    run.add_argument(
+        "-e",
+        "--extra-var",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra variable (repeatable)",
+    )
+    run.add_argument("--project-dir", help="clusterforge checkout holding site.yml and roles/")
+    return parser
+
+
+def _add_image_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--os",
+        dest="release",
+        default=spec.DEFAULT_RELEASE,
+        help=f"Debian release: {', '.join(spec.DEBIAN_RELEASES)} (default {spec.DEFAULT_RELEASE})",
+    )
+    parser.add_argument(
+        "--builder",
+        default="auto",
+        choices=BUILDERS,
+        help="image build: Dockerfile if a registry answers, else debootstrap",
+    )
+    parser.add_argument("--mirror", help="Debian mirror for debootstrap")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "lab":
+            return _lab(args)
+        return _run(args)
+    except ClusterforgeError as exc:
+        err_console.print(f"[bold red]clusterforge: error:[/] {exc}", highlight=False)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err_console.print("clusterforge: interrupted")
+        return EXIT_INTERRUPTED
+
+
+def _lab(args: argparse.Namespace) -> int:
+    from clusterforge.lab import cluster, engine, image
+
+    if args.lab_command == "up":
+        spec.hosts_for(args.size, args.name)  # reject a bad size before touching Docker
+        client = engine.connect()
+        path = cluster.up(
+            client,
+            size=args.size,
+            release=args.release,
+            lab_name=args.name,
+            builder=args.builder,
+            mirror=args.mirror,
+            log=console.print,
+        )
+        _print_status(cluster.status(client, args.name))
+        console.print(f"inventory: {path}")
+    elif args.lab_command == "image":
+        spec.check_release(args.release)
+        tag = image.ensure_image(
+            engine.connect(),
+            args.release,
+            builder=args.builder,
+            mirror=args.mirror,
+            rebuild=args.rebuild,
+            log=console.print,
+        )
+        console.print(f"image: {tag}")
+    elif args.lab_command == "status":
+        nodes = cluster.status(engine.connect(), args.name)
+        if not nodes:
+            console.print(f"lab {args.name!r} is not up (clusterforge lab up)")
+            return 1
+        _print_status(nodes)
+        console.print(f"inventory: {cluster.inventory_path(args.name)}")
+    else:
+        removed = cluster.down(engine.connect(), args.name)
+        console.print(f"lab {args.name!r}: {removed} node(s) removed")
+    return 0
+
+
+def _print_status(nodes) -> None:
+    table = Table(title="lab nodes")
+    for column in ("host", "group", "container", "state", "systemd", "address", "image"):
+        table.add_column(column)
+    for node in nodes:
+        table.add_row(
+            node.host,
+            node.group,
+            node.container,
+            node.state,
+            node.systemd,
+            node.address,
+            node.image,
+        )
+    console.print(table)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from clusterforge import runner
+    from clusterforge.lab import cluster
+    from clusterforge.paths import project_dir
+
+    project = project_dir(args.project_dir)
+    inventory = args.inventory
+    if inventory is None:
+        inventory = cluster.inventory_path(args.lab)
+        if not inventory.exists():
+            raise UsageError(
+                f"no inventory given and lab {args.lab!r} is not up: "
+                "run `clusterforge lab up` or pass -i INVENTORY"
+            )
+    result = runner.run_playbook(
+        project,
+        args.playbook,
+        inventory,
+        limit=args.limit,
+        check=args.check,
+        diff=args.diff,
+        extravars=_parse_extra_vars(args.extra_var),
+    )
+    _print_summary(result)
+    return result.exit_code
+
+
+def _parse_extra_vars(pairs: list[str]) -> dict[str, str]:
+    extravars = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"extra variable {pair!r}: expected KEY=VALUE")
+        extravars[key] = value
+    return extravars
+
+
+def _print_summary(result) -> None:
+    table = Table(title=f"run {result.status}")
+    columns = ("host", "ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "host" else "right")
+    for host in result.hosts:
+        table.add_row(*(str(getattr(host, column)) for column in columns))
+    console.print(table)
+    console.print(
+        f"hosts: {len(result.hosts)}  failed: {len(result.failed_hosts)}  "
+        f"unreachable: {len(result.unreachable_hosts)}  changed tasks: {result.changed_tasks}  "
+        f"artifacts: {result.run_dir}",
+        highlight=False,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""Bring a lab up, show it, take it down; write the inventory that reaches its nodes."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import yaml
+from docker.errors import APIError, NotFound
+
+from clusterforge.errors import EnvironmentProblem
+from clusterforge.lab import spec
+from clusterforge.lab.image import ensure_image
+from clusterforge.paths import state_dir
+
+LABEL_LAB = "org.clusterforge.lab"
+LABEL_HOST = "org.clusterforge.lab.host"
+LABEL_GROUP = "org.clusterforge.lab.group"
+BOOT_TIMEOUT_S = 90
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    host: str
+    group: str
+    container: str
+    state: str
+    systemd: str
+    image: str
+    address: str
+
+
+def inventory_path(lab_name: str) -> Path:
+    return state_dir() / "labs" / lab_name / "inventory.yml"
+
+
+def up(
+    client: docker.DockerClient,
+    size: str = spec.DEFAULT_SIZE,
+    release: str = spec.DEFAULT_RELEASE,
+    lab_name: str = "lab",
+    builder: str = "auto",
+    mirror: str | None = None,
+    log=print,
+) -> Path:
+    """Start (or resize) the lab and return the path of its inventory. Idempotent."""
+    hosts = spec.hosts_for(size, lab_name)
+    spec.check_release(release)
+    tag = ensure_image(client, release, builder=builder, mirror=mirror, log=log)
+    network = _ensure_network(client, lab_name)
+    wanted = {host.container for host in hosts}
+    for container in _containers(client, lab_name):
+        stale_image = container.image.tags and tag not in container.image.tags
+        if container.name not in wanted or stale_image:
+            log(f"removing {container.name}")
+            container.remove(force=True)
+    for host in hosts:
+        _ensure_container(client, host, tag, network, lab_name, log)
+    for host in hosts:
+        _wait_for_systemd(client.containers.get(host.container))
+    return write_inventory(hosts, lab_name, release)
+
+
+def down(client: docker.DockerClient, lab_name: str = "lab", log=print) -> int:
+    """Remove the lab's containers, network and inventory; return how many nodes went."""
+    spec.check_lab_name(lab_name)
+    removed = 0
+    for container in _containers(client, lab_name):
+        log(f"removing {container.name}")
+        container.remove(force=True)
+        removed += 1
+    with contextlib.suppress(NotFound):
+        client.networks.get(spec.network_name(lab_name)).remove()
+    inventory_path(lab_name).unlink(missing_ok=True)
+    return removed
+
+
+def status(client: docker.DockerClient, lab_name: str = "lab") -> list[NodeStatus]:
+    spec.check_lab_name(lab_name)
+    nodes = []
+    for container in _containers(client, lab_name):
+        labels = container.labels
+        networks = container.attrs["NetworkSettings"]["Networks"]
+        address = next((net.get("IPAddress") for net in networks.values()), "") or "-"
+        nodes.append(
+            NodeStatus(
+                host=labels.get(LABEL_HOST, "?"),
+                group=labels.get(LABEL_GROUP, "?"),
+                container=container.name,
+                state=container.status,
+                systemd=_systemd_state(container) if container.status == "running" else "-",
+                image=(container.image.tags or [container.image.short_id])[0],
+                address=address,
+            )
+        )
+    return sorted(nodes, key=lambda node: (node.group != "head", node.host))
+
+
+def write_inventory(hosts: list[spec.LabHost], lab_name: str, release: str) -> Path:
+    """A plain YAML inventory that reaches the containers with community.docker.docker."""
+    groups: dict[str, dict] = {}
+    for host in hosts:
+        groups.setdefault(host.group, {"hosts": {}})["hosts"][host.name] = {
+            "ansible_host": host.container
+        }
+    inventory = {
+        "all": {
+            "vars": {
+                "ansible_connection": "community.docker.docker",
+                "ansible_python_interpreter": "/usr/bin/python3",
+                "clusterforge_lab": lab_name,
+                "clusterforge_lab_release": release,
+            },
+            "children": groups,
+        }
+    }
+    path = inventory_path(lab_name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = f"# Written by `clusterforge lab up` for lab {lab_name!r}; rewritten on every run.\n"
+    path.write_text(header + yaml.safe_dump(inventory, sort_keys=False))
+    return path
+
+
+def _containers(client: docker.DockerClient, lab_name: str):
+    return client.containers.list(all=True, filters={"label": f"{LABEL_LAB}={lab_name}"})
+
+
+def _ensure_network(client: docker.DockerClient, lab_name: str):
+    name = spec.network_name(lab_name)
+    try:
+        return client.networks.get(name)
+    except NotFound:
+        return client.networks.create(name, driver="bridge", labels={LABEL_LAB: lab_name})
+
+
+def _ensure_container(client, host: spec.LabHost, tag: str, network, lab_name: str, log) -> None:
+    try:
+        container = client.containers.get(host.container)
+    except NotFound:
+        container = None
+    if container is not None:
+        if container.status != "running":
+            log(f"starting {host.container}")
+            container.start()
+        return
+    log(f"creating {host.container} ({host.group})")
+    try:
+        client.containers.run(
+            tag,
+            name=host.container,
+            hostname=host.name,
+            detach=True,
+            network=network.name,
+            labels={LABEL_LAB: lab_name, LABEL_HOST: host.name, LABEL_GROUP: host.group},
+            **spec.docker_run_options(),
+        )
+    except APIError as exc:
+        raise EnvironmentProblem(f"starting {host.container} failed: {exc.explanation}") from None
+
+
+def _systemd_state(container) -> str:
+    result = container.exec_run(["systemctl", "is-system-running"])
+    return result.output.decode(errors="replace").strip() or "unknown"
+
+
+def _wait_for_systemd(container) -> None:
+    """Wait until systemd has finished booting (running, or degraded with a failed unit)."""
+    deadline = time.monotonic() + BOOT_TIMEOUT_S
+    state = "unknown"
+    while time.monotonic() < deadline:
+        container.reload()
+        if container.status != "running":
+            logs = container.logs(tail=20).decode(errors="replace")
+            raise EnvironmentProblem(f"{container.name} stopped while booting:\n{logs}")
+        state = _systemd_state(container)
+        if state in ("running", "degraded"):
+            return
+        time.sleep(1)
+    raise EnvironmentProblem(
+        f"{container.name}: systemd did not finish booting in {BOOT_TIMEOUT_S}s (state {state})"
+    )

@@ -1,0 +1,165 @@
+"""Build the lab node image once: from the Dockerfile where a registry answers,
+else with debootstrap from Debian's archive and `docker import`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+import docker
+from docker.errors import APIError, BuildError, DockerException, ImageNotFound
+
+from clusterforge.errors import EnvironmentProblem, UsageError
+from clusterforge.lab.spec import NODE_COMMAND, image_tag
+
+BUILDERS = ("auto", "dockerfile", "debootstrap")
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+NETNS_UNIT = "clusterforge-lab-netns-sysctl.service"
+_CONTENT_LABEL = "org.clusterforge.lab.content"
+
+
+def _image_files() -> Path:
+    return Path(str(resources.files("clusterforge.lab") / "image"))
+
+
+def packages() -> list[str]:
+    lines = (_image_files() / "packages.txt").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def content_digest(release: str) -> str:
+    """Changes whenever anything that goes into the image changes, so a stale cache rebuilds."""
+    digest = hashlib.sha256(release.encode())
+    for path in sorted(_image_files().iterdir()):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def ensure_image(
+    client: docker.DockerClient,
+    release: str,
+    builder: str = "auto",
+    mirror: str | None = None,
+    rebuild: bool = False,
+    log=print,
+) -> str:
+    """Return the tag of an up-to-date lab image for `release`, building it if needed."""
+    if builder not in BUILDERS:
+        raise UsageError(
+            f"unknown image builder {builder!r}: expected one of {', '.join(BUILDERS)}"
+        )
+    tag = image_tag(release)
+    wanted = content_digest(release)
+    if not rebuild and _cached_digest(client, tag) == wanted:
+        return tag
+    if builder == "auto":
+        builder = "dockerfile" if _base_image_available(client, release) else "debootstrap"
+    log(f"building lab image {tag} with {builder} (once; later runs reuse it)")
+    if builder == "dockerfile":
+        _build_from_dockerfile(client, release, tag, wanted)
+    else:
+        _build_with_debootstrap(client, release, tag, wanted, mirror or _default_mirror())
+    return tag
+
+
+def _default_mirror() -> str:
+    return os.environ.get("CLUSTERFORGE_DEBIAN_MIRROR", DEFAULT_MIRROR)
+
+
+def _cached_digest(client: docker.DockerClient, tag: str) -> str | None:
+    try:
+        image = client.images.get(tag)
+    except ImageNotFound:
+        return None
+    return (image.labels or {}).get(_CONTENT_LABEL)
+
+
+def _base_image_available(client: docker.DockerClient, release: str) -> bool:
+    """True when debian:<release> is local or a registry hands it out."""
+    try:
+        client.images.get(f"debian:{release}")
+        return True
+    except ImageNotFound:
+        pass
+    try:
+        client.images.pull("debian", tag=release)
+        return True
+    except DockerException:
+        return False
+
+
+def _build_from_dockerfile(client, release: str, tag: str, digest: str) -> None:
+    try:
+        client.images.build(
+            path=str(_image_files()),
+            tag=tag,
+            buildargs={"DEBIAN_RELEASE": release},
+            labels={_CONTENT_LABEL: digest},
+            rm=True,
+        )
+    except (BuildError, APIError) as exc:
+        raise EnvironmentProblem(f"building {tag} from the Dockerfile failed: {exc}") from None
+
+
+def _build_with_debootstrap(client, release: str, tag: str, digest: str, mirror: str) -> None:
+    if shutil.which("debootstrap") is None:
+        raise EnvironmentProblem(
+            "no registry answered and debootstrap is not installed: "
+            "install it (`apt-get install debootstrap`) or make debian:"
+            f"{release} available to Docker"
+        )
+    if os.geteuid() != 0:
+        raise EnvironmentProblem(
+            "no registry answered and the debootstrap fallback needs root: "
+            f"run as root or make debian:{release} available to Docker"
+        )
+    with tempfile.TemporaryDirectory(prefix="clusterforge-rootfs-") as workdir:
+        rootfs = Path(workdir) / "rootfs"
+        command = [
+            "debootstrap",
+            "--variant=minbase",
+            f"--include={','.join(packages())}",
+            release,
+            str(rootfs),
+            mirror,
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
+            raise EnvironmentProblem(
+                f"debootstrap of {release} from {mirror} failed (rc={done.returncode}):\n{tail}"
+            )
+        _install_netns_unit(rootfs)
+        tarball = Path(workdir) / "rootfs.tar"
+        subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tarball), "."], check=True)
+        changes = [
+            f'CMD ["{NODE_COMMAND}"]',
+            "ENV container=docker",
+            f'LABEL {_CONTENT_LABEL}="{digest}"',
+        ]
+        repository, _, image_version = tag.partition(":")
+        client.api.import_image(
+            src=str(tarball), repository=repository, tag=image_version, changes=changes
+        )
+
+
+def _install_netns_unit(rootfs: Path) -> None:
+    """What the Dockerfile's `systemctl enable` does, done on the unpacked tree."""
+    units = rootfs / "etc" / "systemd" / "system"
+    shutil.copy(_image_files() / NETNS_UNIT, units / NETNS_UNIT)
+    wants = units / "sysinit.target.wants"
+    wants.mkdir(exist_ok=True)
+    link = wants / NETNS_UNIT
+    if not link.exists():
+        link.symlink_to(f"/etc/systemd/system/{NETNS_UNIT}")
+    # apt lists are rebuilt by the roles; keep the image small.
+    for leftover in [
+        *(rootfs / "var" / "lib" / "apt" / "lists").glob("*_*"),
+        *(rootfs / "var" / "cache" / "apt" / "archives").glob("*.deb"),
+    ]:
+        leftover.unlink()
