@@ -97,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
             return _lab(args)
         return _run(args)
     except ClusterforgeError as exc:
-        err_console.print(f"[bold red]clusterforge: error:[/] {exc}", highlight=False)
+        err_console.print(
+            f"[bold red]clusterforge: error:[/] {exc}", highlight=False, soft_wrap=True
+        )
         return exc.exit_code
     except KeyboardInterrupt:
         err_console.print("clusterforge: interrupted")
@@ -120,7 +122,7 @@ def _lab(args: argparse.Namespace) -> int:
             log=console.print,
         )
         _print_status(cluster.status(client, args.name))
-        console.print(f"inventory: {path}")
+        console.print(f"inventory: {path}", soft_wrap=True)
     elif args.lab_command == "image":
         spec.check_release(args.release)
         tag = image.ensure_image(
@@ -138,7 +140,7 @@ def _lab(args: argparse.Namespace) -> int:
             console.print(f"lab {args.name!r} is not up (clusterforge lab up)")
             return 1
         _print_status(nodes)
-        console.print(f"inventory: {cluster.inventory_path(args.name)}")
+        console.print(f"inventory: {cluster.inventory_path(args.name)}", soft_wrap=True)
     else:
         removed = cluster.down(engine.connect(), args.name)
         console.print(f"lab {args.name!r}: {removed} node(s) removed")
@@ -212,6 +214,7 @@ def _print_summary(result) -> None:
         f"unreachable: {len(result.unreachable_hosts)}  changed tasks: {result.changed_tasks}  "
         f"artifacts: {result.run_dir}",
         highlight=False,
+        soft_wrap=True,
     )
 
 

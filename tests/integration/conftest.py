@@ -1,0 +1,56 @@
+"""Integration fixtures: a real Docker engine and a lab of real containers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clusterforge.errors import ClusterforgeError
+from clusterforge.lab import engine
+
+CLUSTERFORGE = [sys.executable, "-m", "clusterforge.cli"]
+# Its own name, so the suite never touches a lab the user has up.
+TEST_LAB = "cftest"
+
+
+def clusterforge(*args: str, check: bool = True, env: dict | None = None):
+    done = subprocess.run(
+        [*CLUSTERFORGE, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+    if check and done.returncode != 0:
+        pytest.fail(
+            f"clusterforge {' '.join(args)} -> rc {done.returncode}\n{done.stdout}\n{done.stderr}"
+        )
+    return done
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    try:
+        return engine.connect()
+    except ClusterforgeError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no Docker engine: {exc}")
+
+
+@pytest.fixture(scope="session")
+def lab_state(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("clusterforge-state")
+
+
+@pytest.fixture(scope="session")
+def lab(docker_client, lab_state):
+    """A tiny lab (a head and a compute node), removed after the session."""
+    env = {"CLUSTERFORGE_STATE_DIR": str(lab_state)}
+    clusterforge("lab", "up", "--size", "tiny", "--name", TEST_LAB, env=env)
+    yield {"env": env, "inventory": lab_state / "labs" / TEST_LAB / "inventory.yml"}
+    clusterforge("lab", "down", "--name", TEST_LAB, env=env)

@@ -1,0 +1,59 @@
+"""site.yml on a real lab: converges with no failure, and a re-run changes nothing."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from tests.integration.conftest import TEST_LAB, clusterforge
+
+pytestmark = pytest.mark.lab
+
+
+def _summary(stdout: str) -> dict[str, int]:
+    """The counts of the closing line: hosts, failed, unreachable, changed tasks."""
+    pairs = re.findall(r"(hosts|failed|unreachable|changed tasks): (\d+)", stdout)
+    return {key.split()[0]: int(value) for key, value in pairs}
+
+
+def test_lab_status_lists_running_nodes_with_systemd(lab):
+    done = clusterforge("lab", "status", "--name", TEST_LAB, env=lab["env"])
+    assert "head01" in done.stdout and "node01" in done.stdout
+    assert done.stdout.count("running") >= 4  # container state and systemd state per node
+
+
+def test_lab_inventory_reaches_containers_over_docker(lab):
+    inventory = yaml.safe_load(lab["inventory"].read_text())
+    assert inventory["all"]["vars"]["ansible_connection"] == "community.docker.docker"
+    assert inventory["all"]["children"]["compute"]["hosts"]["node01"] == {
+        "ansible_host": f"clusterforge-{TEST_LAB}-node01"
+    }
+
+
+def test_site_converges_then_is_idempotent(lab, docker_client):
+    first = clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"], check=False)
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr
+    assert _summary(first.stdout)["failed"] == 0
+
+    second = clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"], check=False)
+    assert second.returncode == 0, second.stdout[-4000:]
+    assert _summary(second.stdout) == {"hosts": 2, "failed": 0, "unreachable": 0, "changed": 0}
+
+    node = docker_client.containers.get(f"clusterforge-{TEST_LAB}-node01")
+    live = node.exec_run(["sysctl", "-n", "net.ipv4.tcp_rmem"]).output.decode().split()
+    assert live == ["4096", "87380", "2147483647"]
+
+
+def test_check_mode_on_a_converged_lab_changes_nothing(lab):
+    clusterforge("run", "base", "-i", str(lab["inventory"]), env=lab["env"])
+    done = clusterforge("run", "base", "--check", "-i", str(lab["inventory"]), env=lab["env"])
+    assert _summary(done.stdout)["changed"] == 0
+
+
+def test_each_run_keeps_its_artifacts(lab, lab_state):
+    clusterforge("run", "preflight", "-i", str(lab["inventory"]), env=lab["env"])
+    newest = max((lab_state / "runs").iterdir(), key=lambda path: path.stat().st_mtime)
+    statuses = [path.read_text() for path in (newest / "artifacts").glob("*/status")]
+    assert statuses == ["successful"]
