@@ -1,0 +1,41 @@
+"""Every role's public interface agrees with itself: defaults, argument_specs, README."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROLES = sorted(p for p in (Path(__file__).resolve().parents[2] / "roles").iterdir() if p.is_dir())
+
+
+def _load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text()) or {}
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+def test_defaults_match_argument_specs(role):
+    defaults = _load(role / "defaults" / "main.yml")
+    options = _load(role / "meta" / "argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert set(defaults) == set(options)
+    for name, option in options.items():
+        assert option.get("default") == defaults[name], name
+        assert option.get("description"), f"{name} has no description"
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+def test_every_variable_carries_the_role_prefix(role):
+    defaults = _load(role / "defaults" / "main.yml")
+    assert all(name.startswith(f"{role.name}_") for name in defaults)
+    for vars_file in (role / "vars").glob("*.yml"):
+        assert all(name.startswith(f"__{role.name}_") for name in _load(vars_file)), vars_file
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+def test_readme_lists_exactly_the_public_variables(role):
+    defaults = _load(role / "defaults" / "main.yml")
+    readme = (role / "README.md").read_text()
+    listed = re.findall(r"^\| `([a-z0-9_]+)` \|", readme, flags=re.MULTILINE)
+    assert sorted(listed) == sorted(defaults)
