@@ -55,9 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="site",
         help="site (default), a stage name, or a playbook file",
     )
-    run.add_argument(
-        "-i", "--inventory", help="inventory file or directory (default: the running lab's)"
-    )
+    run.add_argument("-i", "--inventory", help="inventory file or directory (default: the running lab's)")
     run.add_argument("--lab", default="lab", help="lab whose inventory is the default")
     run.add_argument("-l", "--limit", help="limit to a host pattern")
     run.add_argument("-C", "--check", action="store_true", help="check mode: change nothing")
@@ -97,9 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             return _lab(args)
         return _run(args)
     except ClusterforgeError as exc:
-        err_console.print(
-            f"[bold red]clusterforge: error:[/] {exc}", highlight=False, soft_wrap=True
-        )
+        err_console.print(f"[bold red]clusterforge: error:[/] {exc}", highlight=False, soft_wrap=True)
         return exc.exit_code
     except KeyboardInterrupt:
         err_console.print("clusterforge: interrupted")
@@ -175,8 +171,7 @@ def _run(args: argparse.Namespace) -> int:
         inventory = cluster.inventory_path(args.lab)
         if not inventory.exists():
             raise UsageError(
-                f"no inventory given and lab {args.lab!r} is not up: "
-                "run `clusterforge lab up` or pass -i INVENTORY"
+                f"no inventory given and lab {args.lab!r} is not up: run `clusterforge lab up` or pass -i INVENTORY"
             )
     result = runner.run_playbook(
         project,

@@ -26,8 +26,7 @@ def project_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
         path = Path(chosen).expanduser().resolve()
         if not _is_project_dir(path):
             raise UsageError(
-                f"{path} is not a clusterforge project directory: "
-                f"expected {', '.join(_PROJECT_MARKERS)} in it"
+                f"{path} is not a clusterforge project directory: expected {', '.join(_PROJECT_MARKERS)} in it"
             )
         return path
     cwd = Path.cwd().resolve()

@@ -137,9 +137,7 @@ def run_playbook(
         quiet=quiet,
         event_handler=lambda _event: True,
     )
-    return RunResult(
-        status=runner.status, rc=runner.rc, run_dir=run_dir, hosts=summarise(runner.stats)
-    )
+    return RunResult(status=runner.status, rc=runner.rc, run_dir=run_dir, hosts=summarise(runner.stats))
 
 
 def _ansible_environment(project: Path) -> dict[str, str]:

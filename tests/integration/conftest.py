@@ -26,9 +26,7 @@ def clusterforge(*args: str, check: bool = True, env: dict | None = None):
         check=False,
     )
     if check and done.returncode != 0:
-        pytest.fail(
-            f"clusterforge {' '.join(args)} -> rc {done.returncode}\n{done.stdout}\n{done.stderr}"
-        )
+        pytest.fail(f"clusterforge {' '.join(args)} -> rc {done.returncode}\n{done.stdout}\n{done.stderr}")
     return done
 
 

@@ -43,9 +43,7 @@ def test_summary_of_no_stats_is_empty():
     ],
 )
 def test_exit_codes(status, rc, stats, code):
-    result = runner.RunResult(
-        status=status, rc=rc, run_dir=Path("."), hosts=runner.summarise(stats)
-    )
+    result = runner.RunResult(status=status, rc=rc, run_dir=Path("."), hosts=runner.summarise(stats))
     assert result.exit_code == code
 
 

@@ -103,9 +103,7 @@ def write_inventory(hosts: list[spec.LabHost], lab_name: str, release: str) -> P
     """A plain YAML inventory that reaches the containers with community.docker.docker."""
     groups: dict[str, dict] = {}
     for host in hosts:
-        groups.setdefault(host.group, {"hosts": {}})["hosts"][host.name] = {
-            "ansible_host": host.container
-        }
+        groups.setdefault(host.group, {"hosts": {}})["hosts"][host.name] = {"ansible_host": host.container}
     inventory = {
         "all": {
             "vars": {
@@ -179,6 +177,4 @@ def _wait_for_systemd(container) -> None:
         if state in ("running", "degraded"):
             return
         time.sleep(1)
-    raise EnvironmentProblem(
-        f"{container.name}: systemd did not finish booting in {BOOT_TIMEOUT_S}s (state {state})"
-    )
+    raise EnvironmentProblem(f"{container.name}: systemd did not finish booting in {BOOT_TIMEOUT_S}s (state {state})")

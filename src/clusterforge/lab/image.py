@@ -50,9 +50,7 @@ def ensure_image(
 ) -> str:
     """Return the tag of an up-to-date lab image for `release`, building it if needed."""
     if builder not in BUILDERS:
-        raise UsageError(
-            f"unknown image builder {builder!r}: expected one of {', '.join(BUILDERS)}"
-        )
+        raise UsageError(f"unknown image builder {builder!r}: expected one of {', '.join(BUILDERS)}")
     tag = image_tag(release)
     wanted = content_digest(release)
     if not rebuild and _cached_digest(client, tag) == wanted:
@@ -131,9 +129,7 @@ def _build_with_debootstrap(client, release: str, tag: str, digest: str, mirror:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
-            raise EnvironmentProblem(
-                f"debootstrap of {release} from {mirror} failed (rc={done.returncode}):\n{tail}"
-            )
+            raise EnvironmentProblem(f"debootstrap of {release} from {mirror} failed (rc={done.returncode}):\n{tail}")
         _install_netns_unit(rootfs)
         tarball = Path(workdir) / "rootfs.tar"
         subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tarball), "."], check=True)
@@ -143,9 +139,7 @@ def _build_with_debootstrap(client, release: str, tag: str, digest: str, mirror:
             f'LABEL {_CONTENT_LABEL}="{digest}"',
         ]
         repository, _, image_version = tag.partition(":")
-        client.api.import_image(
-            src=str(tarball), repository=repository, tag=image_version, changes=changes
-        )
+        client.api.import_image(src=str(tarball), repository=repository, tag=image_version, changes=changes)
 
 
 def _install_netns_unit(rootfs: Path) -> None:

@@ -45,16 +45,12 @@ def image_tag(release: str) -> str:
 
 def check_release(release: str) -> None:
     if release not in DEBIAN_RELEASES:
-        raise UsageError(
-            f"unknown lab OS {release!r}: expected one of {', '.join(DEBIAN_RELEASES)}"
-        )
+        raise UsageError(f"unknown lab OS {release!r}: expected one of {', '.join(DEBIAN_RELEASES)}")
 
 
 def check_lab_name(name: str) -> None:
     if not name or not all(c.isalnum() or c == "-" for c in name) or not name[0].isalpha():
-        raise UsageError(
-            f"invalid lab name {name!r}: expected letters, digits and '-', starting with a letter"
-        )
+        raise UsageError(f"invalid lab name {name!r}: expected letters, digits and '-', starting with a letter")
 
 
 def hosts_for(size: str, lab_name: str) -> list[LabHost]:

@@ -1,0 +1,156 @@
+"""The cluster topology: one declarative file from which the inventory and every derived
+config come. `load()` validates it completely before anything is generated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from clusterforge.topology import checks
+from clusterforge.topology.addressing import Subnet
+from clusterforge.topology.fabric import FabricPlan, FabricSizeError, generate
+from clusterforge.topology.hosts import Host, expand_hosts
+from clusterforge.topology.model import Topology
+from clusterforge.topology.source import TopologyError, line_of, load_yaml
+
+__all__ = ["ClusterPlan", "Host", "TopologyError", "load"]
+
+
+@dataclass
+class ClusterPlan:
+    path: Path
+    topology: Topology
+    hosts: list[Host]
+    subnets: dict[str, Subnet]
+    fabrics: dict[str, FabricPlan] = field(default_factory=dict)
+
+    @cached_property
+    def ipoib_fabric(self) -> str | None:
+        """The InfiniBand compute fabric whose rails carry one IPoIB subnet each."""
+        for name, fabric in self.topology.fabrics.items():
+            if fabric.purpose == "compute" and fabric.link_layer == "infiniband":
+                return name
+        return None
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {host.name: i for i, host in enumerate(self.hosts)}
+
+    @cached_property
+    def _ipoib_positions(self) -> dict[str, int]:
+        if self.ipoib_fabric is None:
+            return {}
+        attached = self.fabrics[self.ipoib_fabric].attachments
+        return {name: i for i, name in enumerate(n for n in (h.name for h in self.hosts) if n in attached)}
+
+    def addresses(self, host: Host) -> dict[str, str | list[str]]:
+        position = self._positions[host.name]
+        found: dict[str, str | list[str]] = {
+            name: self.subnets[name].address(position) for name in ("inband", "oob", "storage") if name in self.subnets
+        }
+        ipoib_position = self._ipoib_positions.get(host.name)
+        if ipoib_position is not None and self.topology.addressing.ipoib:
+            found["ipoib"] = [
+                self.subnets[f"ipoib_rail{rail}"].address(ipoib_position)
+                for rail in range(1, len(self.topology.addressing.ipoib) + 1)
+            ]
+        return found
+
+    def switch_count(self) -> int:
+        return sum(len(plan.switches) for plan in self.fabrics.values())
+
+
+def load(path: str | Path) -> ClusterPlan:
+    """Validate a topology file and expand it; raise TopologyError listing every problem."""
+    path = Path(path)
+    data, lines = load_yaml(path)
+
+    def fail(problems):
+        raise TopologyError(path, [(loc, line_of(lines, loc), msg) for loc, msg in problems])
+
+    if not isinstance(data, dict):
+        fail([((), "expected a mapping with cluster, sites, node_types, roles, fabrics, addressing")])
+    try:
+        topology = Topology.model_validate(data)
+    except ValidationError as exc:
+        fail([(_location(error["loc"]), _message(error)) for error in exc.errors()])
+    problems = checks.references(topology)
+    if problems:
+        fail(problems)
+    hosts = expand_hosts(topology)
+    problems = checks.hostnames(hosts, topology)
+    fabrics: dict[str, FabricPlan] = {}
+    for name in topology.fabrics:
+        try:
+            fabrics[name] = generate(topology, name, hosts)
+        except FabricSizeError as exc:
+            problems.append((("fabrics", name, "switch", "radix"), str(exc)))
+    plan_subnets = checks.plan_subnets(topology)
+    plan = ClusterPlan(path, topology, hosts, {s.name: s for s in plan_subnets}, fabrics)
+    problems.extend(_ipoib_problems(plan))
+    if not problems:
+        problems.extend(checks.subnets(topology, plan_subnets, _address_demand(plan)))
+    if problems:
+        fail(problems)
+    return plan
+
+
+def _ipoib_problems(plan: ClusterPlan) -> list[checks.Problem]:
+    given = len(plan.topology.addressing.ipoib)
+    if not given:
+        return []
+    if plan.ipoib_fabric is None:
+        return [
+            (
+                ("addressing", "ipoib"),
+                "IPoIB subnets given, but no fabric is an InfiniBand compute fabric",
+            )
+        ]
+    rails = plan.topology.fabrics[plan.ipoib_fabric].rails
+    if given != rails:
+        return [
+            (
+                ("addressing", "ipoib"),
+                f"{given} IPoIB subnet(s) for {rails} rails of fabric {plan.ipoib_fabric}; expected one per rail",
+            )
+        ]
+    return []
+
+
+def _address_demand(plan: ClusterPlan) -> dict[str, int]:
+    demand = {
+        "inband": len(plan.hosts),
+        "storage": len(plan.hosts),
+        "oob": len(plan.hosts) + plan.switch_count(),
+    }
+    if plan.ipoib_fabric is not None:
+        attached = len(plan.fabrics[plan.ipoib_fabric].attachments)
+        demand.update({f"ipoib_rail{rail}": attached for rail in range(1, len(plan.topology.addressing.ipoib) + 1)})
+    return demand
+
+
+def _location(loc: tuple) -> tuple:
+    # pydantic marks union branches and dict keys with extra parts; keep the field path.
+    return tuple(
+        part
+        for part in loc
+        if not (
+            isinstance(part, str)
+            and (part.startswith(("function-", "[")) or part in ("int", "str", "float", "none", "literal"))
+        )
+    )
+
+
+def _message(error: dict) -> str:
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] in ("missing",):
+        return "required field is missing"
+    if error["type"] == "extra_forbidden":
+        return "unknown field (not part of the topology schema)"
+    given = error.get("input")
+    if isinstance(given, (str, int, float, bool)) or given is None:
+        return f"{message} (got {given!r})"
+    return message

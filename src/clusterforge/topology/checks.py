@@ -1,0 +1,143 @@
+"""Checks across fields that the schema alone cannot make: references, duplicate names,
+address plan overlaps and exhaustion, and whether the switches can build each fabric."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import Counter
+
+from clusterforge.topology.addressing import Subnet, overlapping
+from clusterforge.topology.hosts import Host
+from clusterforge.topology.model import Topology
+from clusterforge.topology.source import Location
+
+Problem = tuple[Location, str]
+
+
+def references(topology: Topology) -> list[Problem]:
+    problems: list[Problem] = []
+    sites = {site.name for site in topology.sites}
+    for duplicate in [n for n, c in Counter(s.name for s in topology.sites).items() if c > 1]:
+        problems.append((("sites",), f"site {duplicate!r} is listed twice"))
+    for name, role in topology.roles.items():
+        if role.node_type not in topology.node_types:
+            problems.append(
+                (
+                    ("roles", name, "node_type"),
+                    f"unknown node type {role.node_type!r}; expected one of {sorted(topology.node_types)}",
+                )
+            )
+        if role.site is not None and role.site not in sites:
+            problems.append(
+                (
+                    ("roles", name, "site"),
+                    f"unknown site {role.site!r}; expected one of {sorted(sites)}",
+                )
+            )
+        for i, fabric in enumerate(role.fabrics):
+            if fabric not in topology.fabrics:
+                problems.append(
+                    (
+                        ("roles", name, "fabrics", i),
+                        f"unknown fabric {fabric!r}; expected one of {sorted(topology.fabrics)}",
+                    )
+                )
+        if role.placement == "scalable_units" and topology.scalable_units is None:
+            problems.append(
+                (
+                    ("roles", name, "placement"),
+                    "placement scalable_units needs a scalable_units section",
+                )
+            )
+    for type_name, node_type in topology.node_types.items():
+        for i, hca in enumerate(node_type.hcas):
+            if hca.fabric not in topology.fabrics:
+                problems.append(
+                    (
+                        ("node_types", type_name, "hcas", i, "fabric"),
+                        f"unknown fabric {hca.fabric!r}; expected one of {sorted(topology.fabrics)}",
+                    )
+                )
+    for fabric_name, fabric in topology.fabrics.items():
+        if fabric.topology != "rail_optimized_fat_tree":
+            continue
+        for role_name, role in topology.roles.items():
+            node_type = topology.node_types.get(role.node_type)
+            if node_type is None:
+                continue
+            ports = sum(1 for h in node_type.hcas if h.fabric == fabric_name)
+            if ports and ports != fabric.rails:
+                problems.append(
+                    (
+                        ("fabrics", fabric_name, "rails"),
+                        f"{fabric.rails} rails, but node type {role.node_type!r} (role {role_name}) "
+                        f"has {ports} HCAs on this fabric; expected one HCA per rail",
+                    )
+                )
+    return problems
+
+
+def hostnames(hosts: list[Host], topology: Topology) -> list[Problem]:
+    problems: list[Problem] = []
+    counts = Counter(host.name for host in hosts)
+    duplicated = sorted(name for name, count in counts.items() if count > 1)
+    if duplicated:
+        roles = sorted({h.role for h in hosts if h.name in set(duplicated)})
+        problems.append(
+            (
+                ("roles", roles[0], "hostname"),
+                f"hostname(s) {', '.join(duplicated[:5])} produced more than once "
+                f"(roles {', '.join(roles)}); expected unique names",
+            )
+        )
+    for host in hosts:
+        if len(host.name) > 63:
+            problems.append(
+                (
+                    ("roles", host.role, "hostname"),
+                    f"hostname {host.name} is longer than 63 characters",
+                )
+            )
+            break
+    return problems
+
+
+def subnets(topology: Topology, plan_subnets: list[Subnet], demand: dict[str, int]) -> list[Problem]:
+    problems: list[Problem] = []
+    for first, second in overlapping(plan_subnets):
+        problems.append(
+            (
+                _subnet_location(second.name),
+                f"{second.network} ({second.name}) overlaps {first.network} ({first.name})",
+            )
+        )
+    for subnet in plan_subnets:
+        needed = demand.get(subnet.name, 0)
+        if needed > subnet.capacity:
+            problems.append(
+                (
+                    _subnet_location(subnet.name),
+                    f"{subnet.network} has {subnet.capacity} addresses from offset {subnet.offset}, "
+                    f"but {needed} are needed",
+                )
+            )
+    return problems
+
+
+def _subnet_location(name: str) -> Location:
+    if name.startswith("ipoib_rail"):
+        return ("addressing", "ipoib", int(name.removeprefix("ipoib_rail")) - 1)
+    return ("addressing", name)
+
+
+def plan_subnets(topology: Topology) -> list[Subnet]:
+    addressing = topology.addressing
+    offset = addressing.first_host_offset
+    found = []
+    for name in ("inband", "oob", "storage"):
+        value = getattr(addressing, name)
+        if value is not None:
+            found.append(Subnet(name, ipaddress.IPv4Network(value), offset))
+    for rail, value in enumerate(addressing.ipoib, start=1):
+        found.append(Subnet(f"ipoib_rail{rail}", ipaddress.IPv4Network(value), offset))
+    return found

@@ -1,0 +1,341 @@
+"""Fabric generators: the switches and every link of a fat tree, a rail-optimised fat
+tree (with a third tier when leaves outgrow the spine radix) or a dragonfly."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from clusterforge.topology.hosts import Host
+from clusterforge.topology.model import Fabric, Topology
+
+
+class FabricSizeError(ValueError):
+    """The requested fabric cannot be built with the given switches."""
+
+
+@dataclass(frozen=True, slots=True)
+class Switch:
+    name: str
+    tier: str  # leaf, spine, core, router
+    unit: int | None = None  # scalable unit (leaves); 0 = service leaves outside the units
+    rail: int | None = None  # rail (rail-optimised leaves)
+    pod: int | None = None  # pod (three-tier fat trees)
+    group: int | None = None  # dragonfly group
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    tier: str  # node-leaf, leaf-spine, spine-core, terminal, local, global
+    a: str
+    a_port: str
+    b: str
+    b_port: int
+    speed_gbps: int
+
+
+@dataclass
+class FabricPlan:
+    name: str
+    spec: Fabric
+    switches: list[Switch] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    # host name -> the leaves (or routers) it is cabled to, in rail order
+    attachments: dict[str, list[str]] = field(default_factory=dict)
+
+    def tiers(self) -> list[str]:
+        return [t for t in ("leaf", "spine", "core", "router") if any(s.tier == t for s in self.switches)]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    host: Host
+    ports: tuple[str, ...]  # the host's ports on this fabric, in rail order (HCA devices or eth0)
+
+
+class _Ports:
+    """Hands out switch ports in order and refuses to hand out more than the radix."""
+
+    def __init__(self, radix: int):
+        self.radix = radix
+        self.used: dict[str, int] = defaultdict(int)
+
+    def take(self, switch: str) -> int:
+        self.used[switch] += 1
+        if self.used[switch] > self.radix:
+            raise FabricSizeError(f"switch {switch} needs more than its {self.radix} ports")
+        return self.used[switch]
+
+
+def endpoints(topology: Topology, fabric_name: str, hosts: list[Host]) -> list[Endpoint]:
+    """The hosts cabled to a fabric, each with its ports on it.
+
+    A node type lists its HCAs per fabric; a host whose role names an in-band or
+    out-of-band fabric without listing ports gets one port (its NIC or BMC)."""
+    spec = topology.fabrics[fabric_name]
+    found = []
+    for host in hosts:
+        node_type = topology.node_types[host.node_type]
+        ports = tuple(h.device for h in node_type.hcas if h.fabric == fabric_name)
+        if not ports and spec.purpose in ("inband", "oob") and fabric_name in topology.roles[host.role].fabrics:
+            ports = ("bmc",) if spec.purpose == "oob" else ("eth0",)
+        if ports:
+            found.append(Endpoint(host, ports))
+    return found
+
+
+def generate(topology: Topology, fabric_name: str, hosts: list[Host]) -> FabricPlan:
+    spec = topology.fabrics[fabric_name]
+    plan = FabricPlan(fabric_name, spec)
+    cabled = endpoints(topology, fabric_name, hosts)
+    if not cabled:
+        return plan
+    if spec.topology == "dragonfly":
+        _dragonfly(plan, cabled)
+    else:
+        ports = _Ports(spec.switch.radix)
+        leaves = _leaves(plan, topology, cabled, ports)
+        _spines(plan, leaves, ports)
+    return plan
+
+
+def leaf_split(spec: Fabric) -> tuple[int, int]:
+    """Down and up ports of a leaf for the fabric's oversubscription (down/up)."""
+    radix = spec.switch.radix
+    up = math.floor(radix / (1 + spec.oversubscription))
+    return radix - up, up
+
+
+def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports: _Ports) -> list[Switch]:
+    """Cable every endpoint to a leaf; return the leaves in order."""
+    spec = plan.spec
+    down, _ = leaf_split(spec)
+    if down < 1:
+        raise FabricSizeError(f"a {spec.switch.radix}-port leaf has no downlink at {spec.oversubscription}:1")
+    speed = spec.switch.port_speed_gbps
+    units = topology.scalable_units
+    slots = units.nodes_per_unit if units else 0
+    # Hosts placed in scalable units share their unit's leaves; the others (head,
+    # storage) go to service leaves, unit 0.
+    by_unit: dict[int, list[Endpoint]] = defaultdict(list)
+    for endpoint in cabled:
+        by_unit[endpoint.host.unit or 0].append(endpoint)
+    rails = spec.rails if spec.topology == "rail_optimized_fat_tree" else 1
+    leaves: list[Switch] = []
+    for unit in sorted(by_unit):
+        members = by_unit[unit]
+        if rails > 1:
+            for endpoint in members:
+                if len(endpoint.ports) != rails:
+                    raise FabricSizeError(
+                        f"{endpoint.host.name} has {len(endpoint.ports)} port(s) on {plan.name}, "
+                        f"but the rail-optimised fabric has {rails} rails"
+                    )
+            # Slot s of the unit uses port s of each rail's leaf; reserved slots keep theirs free.
+            positions = [(e, (e.host.slot or i + 1) - 1) for i, e in enumerate(members)]
+            span = slots if unit else len(members)
+            per_rail = math.ceil(span / down)
+            for rail in range(1, rails + 1):
+                rail_leaves = [_leaf(plan, unit, rail, n) for n in range(1, per_rail + 1)]
+                leaves.extend(rail_leaves)
+                for endpoint, position in positions:
+                    leaf = rail_leaves[position // down]
+                    port = position % down + 1
+                    plan.links.append(
+                        Link(
+                            "node-leaf",
+                            endpoint.host.name,
+                            endpoint.ports[rail - 1],
+                            leaf.name,
+                            port,
+                            speed,
+                        )
+                    )
+                    plan.attachments.setdefault(endpoint.host.name, []).append(leaf.name)
+                for leaf in rail_leaves:
+                    ports.used[leaf.name] = down  # uplinks start above the downlink block
+        else:
+            flat = [(e, p) for e in members for p in e.ports]
+            count = math.ceil(len(flat) / down)
+            unit_leaves = [_leaf(plan, unit, None, n) for n in range(1, count + 1)]
+            leaves.extend(unit_leaves)
+            for position, (endpoint, port_name) in enumerate(flat):
+                leaf = unit_leaves[position // down]
+                plan.links.append(
+                    Link(
+                        "node-leaf",
+                        endpoint.host.name,
+                        port_name,
+                        leaf.name,
+                        position % down + 1,
+                        speed,
+                    )
+                )
+                attached = plan.attachments.setdefault(endpoint.host.name, [])
+                if leaf.name not in attached:
+                    attached.append(leaf.name)
+            for leaf in unit_leaves:
+                ports.used[leaf.name] = down
+    return leaves
+
+
+def _leaf(plan: FabricPlan, unit: int, rail: int | None, number: int) -> Switch:
+    where = f"su{unit}" if unit else "svc"
+    rail_part = f"-r{rail}" if rail else ""
+    switch = Switch(f"{plan.name}-{where}{rail_part}-leaf{number}", "leaf", unit=unit, rail=rail)
+    plan.switches.append(switch)
+    return switch
+
+
+def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports) -> None:
+    """Connect leaves with a spine tier, and a core tier when the leaves outgrow the spine radix."""
+    spec = plan.spec
+    radix = spec.switch.radix
+    _, up = leaf_split(spec)
+    speed = spec.switch.port_speed_gbps
+    if len(leaves) == 1:
+        return  # a single leaf is the whole fabric
+    if len(leaves) <= radix:
+        spines = _spine_count(len(leaves), up, radix)
+        names = [f"{plan.name}-spine{n:02d}" for n in range(1, spines + 1)]
+        plan.switches.extend(Switch(name, "spine") for name in names)
+        for leaf in leaves:
+            for uplink in range(up):
+                spine = names[uplink % spines]
+                plan.links.append(
+                    Link(
+                        "leaf-spine",
+                        leaf.name,
+                        str(ports.take(leaf.name)),
+                        spine,
+                        ports.take(spine),
+                        speed,
+                    )
+                )
+        return
+    # Three tiers: pods of leaves (whole scalable units where they fit) under their own
+    # spines; spine j of every pod goes up to core group j.
+    half = radix // 2
+    pods = _pods(leaves, half)
+    if len(pods) > radix:
+        raise FabricSizeError(
+            f"{len(leaves)} leaves need {len(pods)} pods, more than a {radix}-port core switch can "
+            "reach: use switches with more ports or fewer, larger scalable units"
+        )
+    cores_per_group = math.ceil(len(pods) * half / radix)
+    for pod_number, pod in enumerate(pods, start=1):
+        spine_names = [f"{plan.name}-pod{pod_number}-spine{n:02d}" for n in range(1, up + 1)]
+        plan.switches.extend(Switch(name, "spine", pod=pod_number) for name in spine_names)
+        for leaf in pod:
+            for uplink in range(up):
+                spine = spine_names[uplink % up]
+                plan.links.append(
+                    Link(
+                        "leaf-spine",
+                        leaf.name,
+                        str(ports.take(leaf.name)),
+                        spine,
+                        ports.take(spine),
+                        speed,
+                    )
+                )
+        for group, spine in enumerate(spine_names, start=1):
+            ports.used[spine] = half
+            for uplink in range(half):
+                core = f"{plan.name}-core{group:02d}-{uplink % cores_per_group + 1:02d}"
+                plan.links.append(Link("spine-core", spine, str(ports.take(spine)), core, ports.take(core), speed))
+    plan.switches.extend(
+        Switch(f"{plan.name}-core{group:02d}-{n:02d}", "core")
+        for group in range(1, up + 1)
+        for n in range(1, cores_per_group + 1)
+    )
+
+
+def _spine_count(leaves: int, up: int, radix: int) -> int:
+    """Fewest spines that take every uplink, preferring a count that divides the uplinks
+    so every leaf-spine pair gets the same number of links."""
+    least = max(1, math.ceil(leaves * up / radix))
+    for count in range(least, up + 1):
+        if up % count == 0:
+            return count
+    return least
+
+
+def _pods(leaves: list[Switch], half: int) -> list[list[Switch]]:
+    """Chunks of at most `half` leaves, keeping a scalable unit's leaves together."""
+    pods: list[list[Switch]] = [[]]
+    by_unit: dict[int | None, list[Switch]] = defaultdict(list)
+    for leaf in leaves:
+        by_unit[leaf.unit].append(leaf)
+    for unit_leaves in by_unit.values():
+        if len(unit_leaves) > half:
+            for start in range(0, len(unit_leaves), half):
+                pods.append(unit_leaves[start : start + half])
+            continue
+        if len(pods[-1]) + len(unit_leaves) > half:
+            pods.append([])
+        pods[-1].extend(unit_leaves)
+    return [pod for pod in pods if pod]
+
+
+def _dragonfly(plan: FabricPlan, cabled: list[Endpoint]) -> None:
+    spec = plan.spec
+    df = spec.dragonfly
+    p, a, h, g = (
+        df.terminals_per_router,
+        df.routers_per_group,
+        df.global_links_per_router,
+        df.groups,
+    )
+    radix = spec.switch.radix
+    speed = spec.switch.port_speed_gbps
+    needed = p + (a - 1) + h
+    if needed > radix:
+        raise FabricSizeError(
+            f"a dragonfly router needs p + (a - 1) + h = {p} + {a - 1} + {h} = {needed} ports, "
+            f"more than the switch radix {radix}"
+        )
+    if g > a * h + 1:
+        raise FabricSizeError(f"{g} groups cannot all be linked: a*h + 1 = {a * h + 1} at most")
+    terminals = sum(len(e.ports) for e in cabled)
+    if terminals > p * a * g:
+        raise FabricSizeError(f"{terminals} node ports exceed the dragonfly's p*a*g = {p * a * g} terminals")
+    ports = _Ports(radix)
+    routers = [[f"{plan.name}-g{group:02d}-r{router:02d}" for router in range(1, a + 1)] for group in range(1, g + 1)]
+    for group, names in enumerate(routers, start=1):
+        plan.switches.extend(Switch(name, "router", group=group) for name in names)
+    flat = [(e, port) for e in cabled for port in e.ports]
+    for position, (endpoint, port_name) in enumerate(flat):
+        router = routers[position // (p * a)][(position // p) % a]
+        plan.links.append(Link("terminal", endpoint.host.name, port_name, router, ports.take(router), speed))
+        attached = plan.attachments.setdefault(endpoint.host.name, [])
+        if router not in attached:
+            attached.append(router)
+    for names in routers:
+        for name in names:
+            ports.used[name] = p  # local ports follow the terminal block
+        for i, first in enumerate(names):
+            for second in names[i + 1 :]:
+                plan.links.append(Link("local", first, str(ports.take(first)), second, ports.take(second), speed))
+    # Global links: every pair of groups gets the same number of links, spread over
+    # the routers of each group in turn.
+    per_pair = (a * h) // (g - 1)
+    next_port = [0] * g
+    for first in range(g):
+        for second in range(first + 1, g):
+            for _ in range(per_pair):
+                a_router = routers[first][next_port[first] % a]
+                b_router = routers[second][next_port[second] % a]
+                next_port[first] += 1
+                next_port[second] += 1
+                plan.links.append(
+                    Link(
+                        "global",
+                        a_router,
+                        str(ports.take(a_router)),
+                        b_router,
+                        ports.take(b_router),
+                        speed,
+                    )
+                )

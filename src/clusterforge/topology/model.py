@@ -1,0 +1,219 @@
+"""The topology file's schema: what each field is and what values it takes."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import string
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# Ansible group names must be valid Python identifiers; ours are built from these names.
+NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=40)]
+HOSTNAME_FIELDS = {"index", "unit", "slot", "site", "role"}
+ROLES = ("head", "management", "login", "storage", "compute")
+FABRIC_KINDS = ("compute", "storage", "inband", "oob")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClusterInfo(Strict):
+    name: Name
+    domain: str = Field(pattern=r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
+
+
+class Site(Strict):
+    name: Name
+    description: str = ""
+
+
+class Gpu(Strict):
+    model: str
+    count: int = Field(ge=1, le=72)
+    # NVLink generation (3 = A100, 4 = H100/H200, 5 = B200); null for PCIe-only GPUs.
+    nvlink_generation: Literal[2, 3, 4, 5] | None = None
+    nvswitch: bool = False
+    power_w: float = Field(default=700, ge=0)
+    price_usd: float = Field(default=30000, ge=0)
+
+
+class Hca(Strict):
+    device: str = Field(pattern=r"^[a-z0-9_]+$")
+    netdev: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    pci: str = Field(pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+    numa: int = Field(default=0, ge=0)
+    gpu: int | None = Field(default=None, ge=0, description="nearest GPU index")
+    rate_gbps: Literal[10, 25, 40, 50, 56, 100, 200, 400, 800]
+    fabric: Name = "compute"
+
+
+class NodeType(Strict):
+    description: str = ""
+    gpu: Gpu | None = None
+    hcas: list[Hca] = Field(default_factory=list, description="in rail order")
+    power_w: float = Field(default=1000, ge=0, description="without GPUs")
+    price_usd: float = Field(default=20000, ge=0, description="without GPUs")
+
+    @model_validator(mode="after")
+    def _hcas_are_consistent(self) -> NodeType:
+        for label, values in (
+            ("device", [h.device for h in self.hcas]),
+            ("netdev", [h.netdev for h in self.hcas]),
+            ("pci", [h.pci for h in self.hcas]),
+        ):
+            duplicates = sorted({v for v in values if values.count(v) > 1})
+            if duplicates:
+                raise ValueError(f"HCA {label} repeated: {', '.join(duplicates)}")
+        gpus = self.gpu.count if self.gpu else 0
+        for hca in self.hcas:
+            if hca.gpu is not None and hca.gpu >= gpus:
+                raise ValueError(f"HCA {hca.device} names GPU {hca.gpu}, but the node has {gpus}")
+        return self
+
+
+class Role(Strict):
+    node_type: Name
+    # Either a fixed count, or every slot of every scalable unit (compute nodes).
+    count: int | None = Field(default=None, ge=0)
+    placement: Literal["count", "scalable_units"] = "count"
+    hostname: str = Field(description="template ending in {index}, e.g. dgx{index:03d}")
+    site: Name | None = None
+    fabrics: list[Name] = Field(default_factory=list, description="fabrics its nodes attach to")
+
+    @field_validator("hostname")
+    @classmethod
+    def _hostname_ends_in_index(cls, template: str) -> str:
+        try:
+            fields = [(lit, name, spec) for lit, name, spec, _ in string.Formatter().parse(template)]
+        except ValueError as exc:
+            raise ValueError(f"not a valid name template: {exc}") from None
+        names = {name for _, name, _ in fields if name is not None}
+        unknown = names - HOSTNAME_FIELDS
+        if unknown:
+            raise ValueError(f"unknown field(s) {sorted(unknown)}; allowed: {sorted(HOSTNAME_FIELDS)}")
+        _, last_name, _ = fields[-1]
+        if last_name != "index":
+            raise ValueError(
+                "must end in {index} (with an optional format such as {index:03d}) so that hostlist ranges work"
+            )
+        if not re.fullmatch(r"[a-z][a-z0-9-]*", fields[0][0] or "x"):
+            raise ValueError("must start with a lower-case letter (hostname rules)")
+        return template
+
+    @model_validator(mode="after")
+    def _count_matches_placement(self) -> Role:
+        if self.placement == "count" and self.count is None:
+            raise ValueError("needs count (or placement: scalable_units)")
+        if self.placement == "scalable_units" and self.count is not None:
+            raise ValueError("count is set by the scalable units; remove count")
+        return self
+
+
+class SwitchModel(Strict):
+    model: str
+    radix: int = Field(ge=4, le=1024, description="ports per switch")
+    port_speed_gbps: Literal[1, 10, 25, 40, 50, 56, 100, 200, 400, 800]
+    power_w: float = Field(default=1700, ge=0)
+    price_usd: float = Field(default=30000, ge=0)
+
+
+class Dragonfly(Strict):
+    terminals_per_router: int = Field(ge=1, description="p")
+    routers_per_group: int = Field(ge=1, description="a")
+    global_links_per_router: int = Field(ge=1, description="h")
+    groups: int = Field(ge=2, description="g")
+
+
+class Fabric(Strict):
+    purpose: Literal["compute", "storage", "inband", "oob"]
+    link_layer: Literal["infiniband", "ethernet"]
+    topology: Literal["fat_tree", "rail_optimized_fat_tree", "dragonfly"]
+    switch: SwitchModel
+    rails: int = Field(default=1, ge=1, le=16)
+    oversubscription: float = Field(
+        default=1.0, ge=1.0, le=16.0, description="leaf downlinks per uplink; 1 is non-blocking"
+    )
+    dragonfly: Dragonfly | None = None
+    cable_price_usd: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _dragonfly_parameters(self) -> Fabric:
+        if self.topology == "dragonfly" and self.dragonfly is None:
+            raise ValueError("topology dragonfly needs the dragonfly parameters (p, a, h, groups)")
+        if self.topology != "dragonfly" and self.dragonfly is not None:
+            raise ValueError(f"dragonfly parameters given for a {self.topology} fabric")
+        if self.topology == "rail_optimized_fat_tree" and self.rails < 2:
+            raise ValueError("a rail-optimised fat tree needs rails >= 2")
+        return self
+
+
+class ReservedSlot(Strict):
+    unit: int = Field(ge=1)
+    slot: int = Field(ge=1)
+    purpose: str = ""
+
+
+class ScalableUnits(Strict):
+    count: int = Field(ge=1, le=4096)
+    nodes_per_unit: int = Field(ge=1, le=512)
+    reserved_slots: list[ReservedSlot] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _reserved_slots_exist(self) -> ScalableUnits:
+        seen = set()
+        for reserved in self.reserved_slots:
+            if reserved.unit > self.count or reserved.slot > self.nodes_per_unit:
+                raise ValueError(
+                    f"reserved slot {reserved.unit}/{reserved.slot} is outside "
+                    f"{self.count} units of {self.nodes_per_unit} slots"
+                )
+            if (reserved.unit, reserved.slot) in seen:
+                raise ValueError(f"reserved slot {reserved.unit}/{reserved.slot} listed twice")
+            seen.add((reserved.unit, reserved.slot))
+        return self
+
+
+IPv4Net = Annotated[str, Field(description="IPv4 network in CIDR notation")]
+
+
+def _network(value: str) -> str:
+    try:
+        return str(ipaddress.IPv4Network(value, strict=True))
+    except ValueError as exc:
+        raise ValueError(f"expected an IPv4 network such as 10.0.0.0/16: {exc}") from None
+
+
+class Addressing(Strict):
+    oob: IPv4Net | None = None
+    inband: IPv4Net
+    storage: IPv4Net | None = None
+    ipoib: list[IPv4Net] = Field(default_factory=list, description="one subnet per rail")
+    # Addresses below this offset in each subnet are left for gateways and services.
+    first_host_offset: int = Field(default=10, ge=1)
+
+    @field_validator("oob", "inband", "storage")
+    @classmethod
+    def _valid_network(cls, value: str | None) -> str | None:
+        return None if value is None else _network(value)
+
+    @field_validator("ipoib")
+    @classmethod
+    def _valid_networks(cls, values: list[str]) -> list[str]:
+        return [_network(value) for value in values]
+
+
+class Topology(Strict):
+    plugin: Literal["topology"] = "topology"
+    cluster: ClusterInfo
+    sites: list[Site] = Field(min_length=1)
+    node_types: dict[Name, NodeType] = Field(min_length=1)
+    roles: dict[Literal["head", "management", "login", "storage", "compute"], Role] = Field(min_length=1)
+    fabrics: dict[Name, Fabric] = Field(default_factory=dict)
+    scalable_units: ScalableUnits | None = None
+    addressing: Addressing
+    # Group and label prefix for what clusterforge derives (groups, Kubernetes labels).
+    label_prefix: str = Field(default="clusterforge.io", pattern=r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")

@@ -1,0 +1,69 @@
+"""Read a topology YAML file keeping the line of every key, so errors can name it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Location = tuple[str | int, ...]
+
+
+class TopologyError(Exception):
+    """A topology file is wrong: names the file, the line where known, the field, what was expected."""
+
+    def __init__(self, path: Path | str, problems: list[tuple[Location, int | None, str]]):
+        self.path = Path(path)
+        self.problems = problems
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = []
+        for location, line, message in self.problems:
+            where = f"{self.path}:{line}" if line else str(self.path)
+            field = ".".join(str(part) for part in location) or "(top level)"
+            lines.append(f"{where}: {field}: {message}")
+        return "\n".join(lines)
+
+
+def load_yaml(path: Path) -> tuple[Any, dict[Location, int]]:
+    """The document and a map from each key's path to its 1-based line."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TopologyError(path, [((), None, f"cannot read the file: {exc.strerror}")]) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise TopologyError(path, [((), line, f"not valid YAML: {problem}")]) from None
+    lines: dict[Location, int] = {}
+    if node is not None:
+        _collect_lines(node, (), lines)
+    return data, lines
+
+
+def _collect_lines(node: yaml.Node, location: Location, lines: dict[Location, int]) -> None:
+    lines[location] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            child = (*location, key.value)
+            lines[child] = key.start_mark.line + 1
+            _collect_lines(value, child, lines)
+            lines[child] = key.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _collect_lines(item, (*location, index), lines)
+
+
+def line_of(lines: dict[Location, int], location: Location) -> int | None:
+    """The line of the deepest part of `location` that the file has."""
+    for end in range(len(location), -1, -1):
+        line = lines.get(tuple(location[:end]))
+        if line is not None:
+            return line
+    return None
