@@ -63,8 +63,10 @@ class ClusterPlan:
         return sum(len(plan.switches) for plan in self.fabrics.values())
 
 
-def load(path: str | Path) -> ClusterPlan:
-    """Validate a topology file and expand it; raise TopologyError listing every problem."""
+def load(path: str | Path, links: bool = True) -> ClusterPlan:
+    """Validate a topology file and expand it; raise TopologyError listing every problem.
+
+    links=False leaves out the spine and core links (see fabric.generate), for the inventory."""
     path = Path(path)
     data, lines = load_yaml(path)
 
@@ -85,7 +87,7 @@ def load(path: str | Path) -> ClusterPlan:
     fabrics: dict[str, FabricPlan] = {}
     for name in topology.fabrics:
         try:
-            fabrics[name] = generate(topology, name, hosts)
+            fabrics[name] = generate(topology, name, hosts, links=links)
         except FabricSizeError as exc:
             problems.append((("fabrics", name, "switch", "radix"), str(exc)))
     plan_subnets = checks.plan_subnets(topology)

@@ -43,6 +43,8 @@ class FabricPlan:
     links: list[Link] = field(default_factory=list)
     # host name -> the leaves (or routers) it is cabled to, in rail order
     attachments: dict[str, list[str]] = field(default_factory=dict)
+    # leaf name -> pod number, in three-tier fat trees
+    leaf_pods: dict[str, int] = field(default_factory=dict)
 
     def tiers(self) -> list[str]:
         return [t for t in ("leaf", "spine", "core", "router") if any(s.tier == t for s in self.switches)]
@@ -85,7 +87,11 @@ def endpoints(topology: Topology, fabric_name: str, hosts: list[Host]) -> list[E
     return found
 
 
-def generate(topology: Topology, fabric_name: str, hosts: list[Host]) -> FabricPlan:
+def generate(topology: Topology, fabric_name: str, hosts: list[Host], links: bool = True) -> FabricPlan:
+    """The fabric's switches and links. With links=False only the switches, the node-leaf
+    links and the attachments are made: what an inventory needs. The spine and core tiers
+    cannot run out of ports by construction (see _spine_count and the core groups), so
+    skipping their links skips no check."""
     spec = topology.fabrics[fabric_name]
     plan = FabricPlan(fabric_name, spec)
     cabled = endpoints(topology, fabric_name, hosts)
@@ -96,7 +102,7 @@ def generate(topology: Topology, fabric_name: str, hosts: list[Host]) -> FabricP
     else:
         ports = _Ports(spec.switch.radix)
         leaves = _leaves(plan, topology, cabled, ports)
-        _spines(plan, leaves, ports)
+        _spines(plan, leaves, ports, links)
     return plan
 
 
@@ -188,7 +194,7 @@ def _leaf(plan: FabricPlan, unit: int, rail: int | None, number: int) -> Switch:
     return switch
 
 
-def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports) -> None:
+def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) -> None:
     """Connect leaves with a spine tier, and a core tier when the leaves outgrow the spine radix."""
     spec = plan.spec
     radix = spec.switch.radix
@@ -200,7 +206,7 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports) -> None:
         spines = _spine_count(len(leaves), up, radix)
         names = [f"{plan.name}-spine{n:02d}" for n in range(1, spines + 1)]
         plan.switches.extend(Switch(name, "spine") for name in names)
-        for leaf in leaves:
+        for leaf in leaves if links else ():
             for uplink in range(up):
                 spine = names[uplink % spines]
                 plan.links.append(
@@ -224,9 +230,14 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports) -> None:
             "reach: use switches with more ports or fewer, larger scalable units"
         )
     cores_per_group = math.ceil(len(pods) * half / radix)
+    # Links into each core group, counted across pods, so they spread evenly over its cores.
+    sent_to_group = [0] * up
     for pod_number, pod in enumerate(pods, start=1):
         spine_names = [f"{plan.name}-pod{pod_number}-spine{n:02d}" for n in range(1, up + 1)]
         plan.switches.extend(Switch(name, "spine", pod=pod_number) for name in spine_names)
+        plan.leaf_pods.update(dict.fromkeys((leaf.name for leaf in pod), pod_number))
+        if not links:
+            continue
         for leaf in pod:
             for uplink in range(up):
                 spine = spine_names[uplink % up]
@@ -242,8 +253,9 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports) -> None:
                 )
         for group, spine in enumerate(spine_names, start=1):
             ports.used[spine] = half
-            for uplink in range(half):
-                core = f"{plan.name}-core{group:02d}-{uplink % cores_per_group + 1:02d}"
+            for _ in range(half):
+                core = f"{plan.name}-core{group:02d}-{sent_to_group[group - 1] % cores_per_group + 1:02d}"
+                sent_to_group[group - 1] += 1
                 plan.links.append(Link("spine-core", spine, str(ports.take(spine)), core, ports.take(core), speed))
     plan.switches.extend(
         Switch(f"{plan.name}-core{group:02d}-{n:02d}", "core")

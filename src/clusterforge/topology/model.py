@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import string
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -206,6 +206,25 @@ class Addressing(Strict):
         return [_network(value) for value in values]
 
 
+class AnsibleSettings(Strict):
+    """How Ansible reaches the hosts: variables for every host and the ansible_host template."""
+
+    vars: dict[str, Any] = Field(default_factory=dict)
+    host: str = Field(default="{inband}", description="ansible_host; fields: name, inband, oob, storage")
+
+    @field_validator("host")
+    @classmethod
+    def _known_fields(cls, template: str) -> str:
+        try:
+            names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+        except ValueError as exc:
+            raise ValueError(f"not a valid template: {exc}") from None
+        unknown = names - {"name", "inband", "oob", "storage"}
+        if unknown:
+            raise ValueError(f"unknown field(s) {sorted(unknown)}; allowed: name, inband, oob, storage")
+        return template
+
+
 class Topology(Strict):
     plugin: Literal["topology"] = "topology"
     cluster: ClusterInfo
@@ -215,5 +234,13 @@ class Topology(Strict):
     fabrics: dict[Name, Fabric] = Field(default_factory=dict)
     scalable_units: ScalableUnits | None = None
     addressing: Addressing
+    ansible: AnsibleSettings = Field(default_factory=AnsibleSettings)
+    # Ansible's constructed options, applied by the inventory plugin (see its documentation).
+    compose: dict[str, str] = Field(default_factory=dict)
+    groups: dict[str, str] = Field(default_factory=dict)
+    keyed_groups: list[dict[str, Any]] = Field(default_factory=list)
+    strict: bool = False
+    leading_separator: bool = True
+    use_extra_vars: bool = False
     # Group and label prefix for what clusterforge derives (groups, Kubernetes labels).
     label_prefix: str = Field(default="clusterforge.io", pattern=r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")

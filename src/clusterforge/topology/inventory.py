@@ -1,0 +1,136 @@
+"""The Ansible inventory a topology gives: groups per role, site, scalable unit, node
+type, leaf and pod, and a few variables per host. The rest (HCA lists, expected GPUs)
+lives once per node-type group, so the inventory stays small at 100,000 GPUs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterforge.topology import ClusterPlan
+from clusterforge.topology.fabric import FabricPlan
+from clusterforge.topology.hosts import Host
+
+
+@dataclass
+class InventoryData:
+    """Plain data, fed to Ansible by the inventory plugin or dumped as static YAML."""
+
+    all_vars: dict[str, Any] = field(default_factory=dict)
+    children: dict[str, list[str]] = field(default_factory=dict)  # parent group -> child groups
+    group_hosts: dict[str, list[str]] = field(default_factory=dict)
+    group_vars: dict[str, dict[str, Any]] = field(default_factory=dict)
+    host_vars: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, group: str, host: str, parent: str | None = None) -> None:
+        hosts = self.group_hosts.get(group)
+        if hosts is None:
+            hosts = self.group_hosts[group] = []
+            if parent is not None:
+                self.children.setdefault(parent, []).append(group)
+        hosts.append(host)
+
+    def to_yaml_dict(self) -> dict[str, Any]:
+        """The standard YAML inventory structure (what Ansible's yaml plugin reads)."""
+        groups: dict[str, dict[str, Any]] = {}
+        for name in self.group_hosts.keys() | self.children.keys() | self.group_vars.keys():
+            entry: dict[str, Any] = {}
+            if name in self.group_vars:
+                entry["vars"] = self.group_vars[name]
+            if name in self.group_hosts:
+                entry["hosts"] = {host: self.host_vars.get(host) or None for host in self.group_hosts[name]}
+            groups[name] = entry
+        nested = {child for kids in self.children.values() for child in kids}
+        for parent, kids in self.children.items():
+            groups[parent]["children"] = {kid: groups[kid] for kid in kids}
+        top = {name: groups[name] for name in sorted(groups) if name not in nested}
+        return {"all": {"vars": self.all_vars, "children": top}}
+
+
+def group_name(*parts: str | int) -> str:
+    """Ansible group names are identifiers: switch names like compute-su1-r1-leaf1 become
+    compute_su1_r1_leaf1."""
+    return "_".join(str(part) for part in parts).replace("-", "_").replace(".", "_")
+
+
+def build(plan: ClusterPlan) -> InventoryData:
+    topology = plan.topology
+    data = InventoryData()
+    data.all_vars = {
+        "clusterforge_cluster": topology.cluster.name,
+        "clusterforge_domain": topology.cluster.domain,
+        "clusterforge_topology_file": str(plan.path.resolve()),
+        **topology.ansible.vars,
+    }
+    for type_name in topology.node_types:
+        data.group_vars[group_name("type", type_name)] = _node_type_vars(plan, type_name)
+    host_template = topology.ansible.host
+    for host in plan.hosts:
+        data.add(host.role, host.name)
+        data.add(group_name("site", host.site), host.name, parent="sites")
+        data.add(group_name("type", host.node_type), host.name, parent="node_types")
+        if host.unit:
+            data.add(f"su{host.unit}", host.name, parent="scalable_units")
+        data.host_vars[host.name] = _host_vars(plan, host, host_template)
+        for fabric_name, fabric in plan.fabrics.items():
+            for leaf_group in _leaf_groups(fabric_name, fabric, host):
+                data.add(leaf_group, host.name, parent=group_name("fabric", fabric_name))
+    # Pods hold leaf groups, not hosts: fewer memberships for Ansible to track.
+    for fabric_name, fabric in plan.fabrics.items():
+        for leaf_group, pod in _leaf_group_pods(fabric_name, fabric).items():
+            pod_group = group_name(fabric_name, "pod", pod)
+            if pod_group not in data.children:
+                data.children.setdefault(group_name("fabric", fabric_name, "pods"), []).append(pod_group)
+            data.children.setdefault(pod_group, []).append(leaf_group)
+    return data
+
+
+def _leaf_groups(fabric_name: str, fabric: FabricPlan, host: Host) -> list[str]:
+    leaves = fabric.attachments.get(host.name)
+    if not leaves:
+        return []
+    if fabric.spec.topology == "rail_optimized_fat_tree":
+        # Every node of a unit shares that unit's rail leaves: one group per unit's leaf
+        # set, not one per rail, keeps the group count linear.
+        return [group_name(fabric_name, f"su{host.unit or 0}", "leaves")]
+    return [group_name(leaf) for leaf in leaves]
+
+
+def _leaf_group_pods(fabric_name: str, fabric: FabricPlan) -> dict[str, int]:
+    pods: dict[str, int] = {}
+    for leaf, pod in fabric.leaf_pods.items():
+        switch_unit = leaf.split("-")[1]
+        if fabric.spec.topology == "rail_optimized_fat_tree":
+            unit = switch_unit.removeprefix("su") if switch_unit != "svc" else "0"
+            pods.setdefault(group_name(fabric_name, f"su{unit}", "leaves"), pod)
+        else:
+            pods[group_name(leaf)] = pod
+    return pods
+
+
+def _host_vars(plan: ClusterPlan, host: Host, template: str) -> dict[str, Any]:
+    addresses = plan.addresses(host)
+    found: dict[str, Any] = {
+        "ansible_host": template.format(name=host.name, **{k: v for k, v in addresses.items() if isinstance(v, str)}),
+        "clusterforge_index": host.index,
+    }
+    if host.unit:
+        found["clusterforge_unit"] = host.unit
+    # IPoIB addresses (one per rail) are derived with the clusterforge_topology_host filter.
+    for name, value in addresses.items():
+        if isinstance(value, str):
+            found[f"clusterforge_{name}_address"] = value
+    return found
+
+
+def _node_type_vars(plan: ClusterPlan, type_name: str) -> dict[str, Any]:
+    """What the checks expect of every node of this type. HCA details (netdev, PCI address,
+    NUMA node, nearest GPU) stay in the topology file; roles derive them with the
+    clusterforge filters, so they are not repeated for every host of a large cluster."""
+    node_type = plan.topology.node_types[type_name]
+    gpu = node_type.gpu
+    return {
+        "clusterforge_node_type": type_name,
+        "clusterforge_expected_gpus": gpu.count if gpu else 0,
+        "clusterforge_expected_hca_rates": {hca.device: hca.rate_gbps for hca in node_type.hcas},
+    }
