@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -13,6 +14,7 @@ from clusterforge import __version__
 from clusterforge.errors import EXIT_INTERRUPTED, EXIT_USAGE, ClusterforgeError, UsageError
 from clusterforge.lab import spec
 from clusterforge.lab.image import BUILDERS
+from clusterforge.paths import project_dir
 
 console = Console()
 err_console = Console(stderr=True)
@@ -36,9 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     lab_up = lab_commands.add_parser("up", help="build the image once, start the lab nodes")
     lab_up.add_argument(
         "--size",
-        default=spec.DEFAULT_SIZE,
-        help=f"one of {', '.join(spec.SIZES)} (default {spec.DEFAULT_SIZE})",
+        help=f"compute nodes: {', '.join(f'{k} ({v})' for k, v in spec.SIZES.items())}; "
+        f"default {spec.DEFAULT_SIZE} for the built-in lab topology",
     )
+    lab_up.add_argument("--topology", help="the lab's topology file (default inventories/lab/lab.topology.yml)")
     _add_image_options(lab_up)
     lab_image = lab_commands.add_parser("image", help="build the lab node image only")
     _add_image_options(lab_image)
@@ -106,11 +109,21 @@ def _lab(args: argparse.Namespace) -> int:
     from clusterforge.lab import cluster, engine, image
 
     if args.lab_command == "up":
-        spec.hosts_for(args.size, args.name)  # reject a bad size before touching Docker
+        if args.size is not None:
+            spec.check_size(args.size)  # reject a bad size before touching Docker
+        if args.topology:
+            source, size = Path(args.topology), args.size
+        else:
+            source = project_dir() / "inventories" / "lab" / "lab.topology.yml"
+            size = args.size or spec.DEFAULT_SIZE
+        if not source.is_file():
+            raise UsageError(f"lab topology not found: {source}")
+        cluster.prepare(source, size, args.name)  # validate before touching Docker
         client = engine.connect()
         path = cluster.up(
             client,
-            size=args.size,
+            source,
+            size=size,
             release=args.release,
             lab_name=args.name,
             builder=args.builder,
@@ -163,7 +176,6 @@ def _print_status(nodes) -> None:
 def _run(args: argparse.Namespace) -> int:
     from clusterforge import runner
     from clusterforge.lab import cluster
-    from clusterforge.paths import project_dir
 
     project = project_dir(args.project_dir)
     inventory = args.inventory

@@ -50,5 +50,5 @@ def lab(docker_client, lab_state):
     """A tiny lab (a head and a compute node), removed after the session."""
     env = {"CLUSTERFORGE_STATE_DIR": str(lab_state)}
     clusterforge("lab", "up", "--size", "tiny", "--name", TEST_LAB, env=env)
-    yield {"env": env, "inventory": lab_state / "labs" / TEST_LAB / "inventory.yml"}
+    yield {"env": env, "inventory": lab_state / "labs" / TEST_LAB / "lab.topology.yml"}
     clusterforge("lab", "down", "--name", TEST_LAB, env=env)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.integration.conftest import TEST_LAB, clusterforge
 
 pytestmark = pytest.mark.lab
+BIN = Path(sys.executable).parent
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def _summary(stdout: str) -> dict[str, int]:
@@ -24,12 +29,19 @@ def test_lab_status_lists_running_nodes_with_systemd(lab):
     assert done.stdout.count("running") >= 4  # container state and systemd state per node
 
 
-def test_lab_inventory_reaches_containers_over_docker(lab):
-    inventory = yaml.safe_load(lab["inventory"].read_text())
-    assert inventory["all"]["vars"]["ansible_connection"] == "community.docker.docker"
-    assert inventory["all"]["children"]["compute"]["hosts"]["node01"] == {
-        "ansible_host": f"clusterforge-{TEST_LAB}-node01"
-    }
+def test_lab_inventory_comes_from_its_topology_file(lab):
+    done = subprocess.run(
+        [str(BIN / "ansible-inventory"), "-i", str(lab["inventory"]), "--list"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=PROJECT,
+    )
+    inventory = json.loads(done.stdout)
+    assert inventory["compute"]["hosts"] == ["node01"]
+    node = inventory["_meta"]["hostvars"]["node01"]
+    assert node["ansible_connection"] == "community.docker.docker"
+    assert node["ansible_host"] == f"clusterforge-{TEST_LAB}-node01"
 
 
 def test_site_converges_then_is_idempotent(lab, docker_client):

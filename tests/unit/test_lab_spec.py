@@ -4,34 +4,56 @@ import pytest
 import yaml
 
 from clusterforge.errors import UsageError
-from clusterforge.lab import spec
+from clusterforge.lab import cluster, spec
 
 
-def test_default_lab_is_a_head_and_two_compute_nodes():
-    hosts = spec.hosts_for(spec.DEFAULT_SIZE, "lab")
-    assert [(h.name, h.group) for h in hosts] == [
-        ("head01", "head"),
-        ("node01", "compute"),
-        ("node02", "compute"),
-    ]
+def _lab_hosts(project, state_dir, size, name="lab"):
+    return cluster.prepare(project / "inventories/lab/lab.topology.yml", size, name)
+
+
+def test_default_lab_is_a_head_and_two_compute_nodes(project, state_dir):
+    hosts = _lab_hosts(project, state_dir, spec.DEFAULT_SIZE)
+    assert [(h.name, h.group) for h in hosts] == [("head01", "head"), ("node01", "compute"), ("node02", "compute")]
     assert hosts[1].container == "clusterforge-lab-node01"
 
 
 @pytest.mark.parametrize("size", list(spec.SIZES))
-def test_every_size_names_hosts_uniquely(size):
-    hosts = spec.hosts_for(size, "lab")
-    assert len({h.name for h in hosts}) == len(hosts) == sum(spec.SIZES[size].values())
+def test_every_size_sets_the_compute_count(project, state_dir, size):
+    hosts = _lab_hosts(project, state_dir, size)
+    assert sum(h.group == "compute" for h in hosts) == spec.SIZES[size]
+    assert len({h.name for h in hosts}) == len(hosts)
 
 
-def test_unknown_size_names_the_known_ones():
+def test_lab_topology_is_the_inventory_and_reaches_containers(project, state_dir):
+    _lab_hosts(project, state_dir, "tiny", name="other")
+    written = yaml.safe_load(cluster.inventory_path("other").read_text())
+    assert written["plugin"] == "topology"
+    assert written["ansible"]["host"] == "clusterforge-other-{name}"
+    assert written["ansible"]["vars"]["ansible_connection"] == "community.docker.docker"
+
+
+def test_unknown_size_names_the_known_ones(project, state_dir):
     with pytest.raises(UsageError, match=r"unknown lab size 'huge': expected one of tiny, small"):
-        spec.hosts_for("huge", "lab")
+        _lab_hosts(project, state_dir, "huge")
 
 
 @pytest.mark.parametrize("name", ["", "1lab", "lab_1", "lab/x", "lab x"])
-def test_bad_lab_names_are_refused(name):
+def test_bad_lab_names_are_refused(project, state_dir, name):
     with pytest.raises(UsageError, match="invalid lab name"):
-        spec.hosts_for("tiny", name)
+        _lab_hosts(project, state_dir, "tiny", name=name)
+
+
+def test_too_large_a_topology_is_refused_for_the_lab(project, state_dir):
+    with pytest.raises(UsageError, match="too many for a lab"):
+        cluster.prepare(project / "inventories/examples/h100-superpod.topology.yml", None, "lab")
+
+
+def test_invalid_lab_topology_writes_nothing(tmp_path, state_dir):
+    bad = tmp_path / "bad.topology.yml"
+    bad.write_text("plugin: topology\ncluster: {name: x}\n")
+    with pytest.raises(UsageError, match="the lab topology is not valid"):
+        cluster.prepare(bad, None, "lab")
+    assert not cluster.inventory_path("lab").exists()
 
 
 def test_unknown_release_is_refused():

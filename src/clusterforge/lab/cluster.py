@@ -11,7 +11,8 @@ import docker
 import yaml
 from docker.errors import APIError, NotFound
 
-from clusterforge.errors import EnvironmentProblem
+from clusterforge import topology
+from clusterforge.errors import EnvironmentProblem, UsageError
 from clusterforge.lab import spec
 from clusterforge.lab.image import ensure_image
 from clusterforge.paths import state_dir
@@ -34,21 +35,43 @@ class NodeStatus:
 
 
 def inventory_path(lab_name: str) -> Path:
-    return state_dir() / "labs" / lab_name / "inventory.yml"
+    """The lab's topology file, which is also its inventory (topology inventory plugin)."""
+    return state_dir() / "labs" / lab_name / "lab.topology.yml"
+
+
+def prepare(source: Path, size: str | None, lab_name: str) -> list[spec.LabHost]:
+    """Write the lab's sized topology into the state directory and return its hosts.
+    A topology that does not validate is reported and nothing is written."""
+    document = spec.sized_topology(source, size, lab_name)
+    target = inventory_path(lab_name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    candidate = target.with_name(".candidate.topology.yml")
+    header = f"# Written by `clusterforge lab up` from {source}; rewritten on every run.\n"
+    candidate.write_text(header + yaml.safe_dump(document, sort_keys=False))
+    try:
+        plan = topology.load(candidate)
+    except topology.TopologyError as exc:
+        candidate.unlink()
+        raise UsageError(f"the lab topology is not valid:\n{exc}") from None
+    hosts = spec.lab_hosts(plan, lab_name)
+    candidate.replace(target)
+    return hosts
 
 
 def up(
     client: docker.DockerClient,
-    size: str = spec.DEFAULT_SIZE,
+    source: Path,
+    size: str | None = spec.DEFAULT_SIZE,
     release: str = spec.DEFAULT_RELEASE,
     lab_name: str = "lab",
     builder: str = "auto",
     mirror: str | None = None,
     log=print,
 ) -> Path:
-    """Start (or resize) the lab and return the path of its inventory. Idempotent."""
-    hosts = spec.hosts_for(size, lab_name)
+    """Start (or resize) the lab described by the topology `source` and return the path of
+    its inventory. Idempotent."""
     spec.check_release(release)
+    hosts = prepare(source, size, lab_name)
     tag = ensure_image(client, release, builder=builder, mirror=mirror, log=log)
     network = _ensure_network(client, lab_name)
     wanted = {host.container for host in hosts}
@@ -61,7 +84,7 @@ def up(
         _ensure_container(client, host, tag, network, lab_name, log)
     for host in hosts:
         _wait_for_systemd(client.containers.get(host.container))
-    return write_inventory(hosts, lab_name, release)
+    return inventory_path(lab_name)
 
 
 def down(client: docker.DockerClient, lab_name: str = "lab", log=print) -> int:
@@ -97,29 +120,6 @@ def status(client: docker.DockerClient, lab_name: str = "lab") -> list[NodeStatu
             )
         )
     return sorted(nodes, key=lambda node: (node.group != "head", node.host))
-
-
-def write_inventory(hosts: list[spec.LabHost], lab_name: str, release: str) -> Path:
-    """A plain YAML inventory that reaches the containers with community.docker.docker."""
-    groups: dict[str, dict] = {}
-    for host in hosts:
-        groups.setdefault(host.group, {"hosts": {}})["hosts"][host.name] = {"ansible_host": host.container}
-    inventory = {
-        "all": {
-            "vars": {
-                "ansible_connection": "community.docker.docker",
-                "ansible_python_interpreter": "/usr/bin/python3",
-                "clusterforge_lab": lab_name,
-                "clusterforge_lab_release": release,
-            },
-            "children": groups,
-        }
-    }
-    path = inventory_path(lab_name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    header = f"# Written by `clusterforge lab up` for lab {lab_name!r}; rewritten on every run.\n"
-    path.write_text(header + yaml.safe_dump(inventory, sort_keys=False))
-    return path
 
 
 def _containers(client: docker.DockerClient, lab_name: str):

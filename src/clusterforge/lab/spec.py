@@ -1,8 +1,11 @@
-"""What a lab is: its sizes, hosts, images and how a node container is run."""
+"""What a lab is: its sizes, its topology, its images and how a node container runs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
 
 from clusterforge.errors import UsageError
 
@@ -10,16 +13,12 @@ DEBIAN_RELEASES = ("trixie", "bookworm")
 DEFAULT_RELEASE = "trixie"
 IMAGE_REPOSITORY = "clusterforge/lab-node"
 
-# Hosts per group for each named size. Host names end in their index so that
-# hostlist ranges (node[01-04]) work as they do on real clusters.
-SIZES: dict[str, dict[str, int]] = {
-    "tiny": {"head": 1, "compute": 1},
-    "small": {"head": 1, "compute": 2},
-    "medium": {"head": 1, "compute": 4},
-    "large": {"head": 1, "compute": 8},
-}
+# Compute nodes for each named size; every size has one head node. The lab's topology
+# file (inventories/lab/lab.topology.yml) describes the rest.
+SIZES: dict[str, int] = {"tiny": 1, "small": 2, "medium": 4, "large": 8}
 DEFAULT_SIZE = "small"
-_HOST_PREFIX = {"head": "head", "compute": "node"}
+# A lab is for trying roles, not for scale: more containers than this would starve the host.
+MAX_LAB_HOSTS = 16
 
 # How a node container runs systemd without --privileged (see shared DESIGN.md):
 # the same settings are in .config/molecule/config.yml, and a unit test keeps the two equal.
@@ -48,22 +47,40 @@ def check_release(release: str) -> None:
         raise UsageError(f"unknown lab OS {release!r}: expected one of {', '.join(DEBIAN_RELEASES)}")
 
 
+def check_size(size: str) -> None:
+    if size not in SIZES:
+        raise UsageError(f"unknown lab size {size!r}: expected one of {', '.join(SIZES)}")
+
+
 def check_lab_name(name: str) -> None:
     if not name or not all(c.isalnum() or c == "-" for c in name) or not name[0].isalpha():
         raise UsageError(f"invalid lab name {name!r}: expected letters, digits and '-', starting with a letter")
 
 
-def hosts_for(size: str, lab_name: str) -> list[LabHost]:
-    """The hosts of a lab of the given size, in inventory order."""
-    if size not in SIZES:
-        raise UsageError(f"unknown lab size {size!r}: expected one of {', '.join(SIZES)}")
+def sized_topology(source: Path, size: str | None, lab_name: str) -> dict:
+    """The lab's topology document: `source` with the size's compute count (when a size is
+    given) and Ansible reaching each host through its container."""
     check_lab_name(lab_name)
-    hosts = []
-    for group, count in SIZES[size].items():
-        for index in range(1, count + 1):
-            name = f"{_HOST_PREFIX[group]}{index:02d}"
-            hosts.append(LabHost(name=name, group=group, container=container_name(lab_name, name)))
-    return hosts
+    document = yaml.safe_load(source.read_text())
+    if not isinstance(document, dict):
+        raise UsageError(f"{source}: expected a topology mapping")
+    if size is not None:
+        check_size(size)
+        document.setdefault("roles", {}).setdefault("compute", {})["count"] = SIZES[size]
+    ansible = document.setdefault("ansible", {})
+    ansible.setdefault("vars", {}).update(
+        ansible_connection="community.docker.docker", ansible_python_interpreter="/usr/bin/python3"
+    )
+    ansible["host"] = container_name(lab_name, "{name}")
+    return document
+
+
+def lab_hosts(plan, lab_name: str) -> list[LabHost]:
+    if len(plan.hosts) > MAX_LAB_HOSTS:
+        raise UsageError(
+            f"{plan.path}: {len(plan.hosts)} hosts is too many for a lab of containers (at most {MAX_LAB_HOSTS})"
+        )
+    return [LabHost(h.name, h.role, container_name(lab_name, h.name)) for h in plan.hosts]
 
 
 def container_name(lab_name: str, host: str) -> str:

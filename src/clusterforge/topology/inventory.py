@@ -33,12 +33,18 @@ class InventoryData:
     def to_yaml_dict(self) -> dict[str, Any]:
         """The standard YAML inventory structure (what Ansible's yaml plugin reads)."""
         groups: dict[str, dict[str, Any]] = {}
-        for name in self.group_hosts.keys() | self.children.keys() | self.group_vars.keys():
+        placed: set[str] = set()  # a host's variables are written once, where it first appears
+        for name in [*self.group_hosts, *self.children, *self.group_vars]:
+            if name in groups:
+                continue
             entry: dict[str, Any] = {}
             if name in self.group_vars:
                 entry["vars"] = self.group_vars[name]
             if name in self.group_hosts:
-                entry["hosts"] = {host: self.host_vars.get(host) or None for host in self.group_hosts[name]}
+                entry["hosts"] = {}
+                for host in self.group_hosts[name]:
+                    entry["hosts"][host] = None if host in placed else (self.host_vars.get(host) or None)
+                    placed.add(host)
             groups[name] = entry
         nested = {child for kids in self.children.values() for child in kids}
         for parent, kids in self.children.items():
@@ -64,13 +70,22 @@ def build(plan: ClusterPlan) -> InventoryData:
     }
     for type_name in topology.node_types:
         data.group_vars[group_name("type", type_name)] = _node_type_vars(plan, type_name)
+    # A role has one node type and one site, so site and node-type groups hold role groups,
+    # and a unit's number is a variable of its group: fewer per-host entries for Ansible.
+    for role_name, role in topology.roles.items():
+        site = role.site or topology.sites[0].name
+        for parent, group in (("sites", group_name("site", site)), ("node_types", group_name("type", role.node_type))):
+            if group not in data.children.get(parent, []):
+                data.children.setdefault(parent, []).append(group)
+            data.children.setdefault(group, []).append(role_name)
     host_template = topology.ansible.host
     for host in plan.hosts:
         data.add(host.role, host.name)
-        data.add(group_name("site", host.site), host.name, parent="sites")
-        data.add(group_name("type", host.node_type), host.name, parent="node_types")
         if host.unit:
-            data.add(f"su{host.unit}", host.name, parent="scalable_units")
+            unit_group = f"su{host.unit}"
+            if unit_group not in data.group_vars:
+                data.group_vars[unit_group] = {"clusterforge_unit": host.unit}
+            data.add(unit_group, host.name, parent="scalable_units")
         data.host_vars[host.name] = _host_vars(plan, host, host_template)
         for fabric_name, fabric in plan.fabrics.items():
             for leaf_group in _leaf_groups(fabric_name, fabric, host):
@@ -114,8 +129,6 @@ def _host_vars(plan: ClusterPlan, host: Host, template: str) -> dict[str, Any]:
         "ansible_host": template.format(name=host.name, **{k: v for k, v in addresses.items() if isinstance(v, str)}),
         "clusterforge_index": host.index,
     }
-    if host.unit:
-        found["clusterforge_unit"] = host.unit
     # IPoIB addresses (one per rail) are derived with the clusterforge_topology_host filter.
     for name, value in addresses.items():
         if isinstance(value, str):

@@ -1,0 +1,94 @@
+# Copyright: clusterforge contributors
+# Apache License 2.0
+"""Filters that derive per-host details from the topology file, so the inventory stays small."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from ansible.errors import AnsibleFilterError
+
+DOCUMENTATION = r"""
+name: clusterforge_topology_host
+short_description: Everything the topology says about one host
+description:
+  - Loads the topology file the inventory came from (C(clusterforge_topology_file)) once per
+    process and returns the host's role, index, unit, node type, addresses (IPoIB included, one
+    per rail) and its HCAs in rail order with netdev, PCI address, NUMA node, nearest GPU, rate.
+positional: _input, topology_file
+options:
+  _input:
+    description: The host name (inventory_hostname).
+    type: str
+    required: true
+  topology_file:
+    description: Path of the topology file (clusterforge_topology_file).
+    type: path
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Show the HCAs NCCL should use, in rail order
+  ansible.builtin.debug:
+    msg: "{{ (inventory_hostname | clusterforge_topology_host(clusterforge_topology_file)).hcas | map(attribute='device') }}"
+"""
+
+RETURN = r"""
+_value:
+  description: name, role, index, unit, slot, site, node_type, addresses, hcas, expected_gpus.
+  type: dict
+"""
+
+
+@lru_cache(maxsize=4)
+def _plan(path: str, mtime: float):
+    from clusterforge.topology import load
+
+    return load(path, links=False)
+
+
+def topology_host(hostname, topology_file):
+    try:
+        from clusterforge.topology import TopologyError
+    except ImportError as exc:
+        raise AnsibleFilterError(f"clusterforge_topology_host needs the clusterforge package: {exc}") from None
+    try:
+        plan = _plan(str(topology_file), os.path.getmtime(topology_file))
+    except (OSError, TopologyError) as exc:
+        raise AnsibleFilterError(f"clusterforge_topology_host: {exc}") from None
+    host = next((h for h in plan.hosts if h.name == hostname), None)
+    if host is None:
+        raise AnsibleFilterError(f"clusterforge_topology_host: {hostname} is not in {topology_file}")
+    node_type = plan.topology.node_types[host.node_type]
+    addresses = plan.addresses(host)
+    ipoib = addresses.get("ipoib", [])
+    rails: dict[str, int] = {}
+    hcas = []
+    for hca in node_type.hcas:
+        rails[hca.fabric] = rails.get(hca.fabric, 0) + 1
+        entry = hca.model_dump()
+        entry["rail"] = rails[hca.fabric]
+        entry["link_layer"] = plan.topology.fabrics[hca.fabric].link_layer
+        if hca.fabric == plan.ipoib_fabric and rails[hca.fabric] <= len(ipoib):
+            entry["ipoib_address"] = ipoib[rails[hca.fabric] - 1]
+        hcas.append(entry)
+    return {
+        "name": host.name,
+        "role": host.role,
+        "index": host.index,
+        "unit": host.unit,
+        "slot": host.slot,
+        "site": host.site,
+        "node_type": host.node_type,
+        "expected_gpus": node_type.gpu.count if node_type.gpu else 0,
+        "gpu_model": node_type.gpu.model if node_type.gpu else None,
+        "nvlink_generation": node_type.gpu.nvlink_generation if node_type.gpu else None,
+        "addresses": addresses,
+        "hcas": hcas,
+    }
+
+
+class FilterModule:
+    def filters(self):
+        return {"clusterforge_topology_host": topology_host}
