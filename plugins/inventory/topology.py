@@ -32,7 +32,7 @@ plugin: topology
 cluster: {name: mycluster, domain: mycluster.example.com}
 # ... sites, node_types, roles, fabrics, addressing (see inventories/examples/)
 keyed_groups:
-  - key: clusterforge_unit
+  - key: clusterforge_unit | string
     prefix: unit
 compose:
   bmc_address: clusterforge_oob_address

@@ -79,25 +79,21 @@ def references(topology: Topology) -> list[Problem]:
 
 def hostnames(hosts: list[Host], topology: Topology) -> list[Problem]:
     problems: list[Problem] = []
-    counts = Counter(host.name for host in hosts)
-    duplicated = sorted(name for name, count in counts.items() if count > 1)
-    if duplicated:
-        roles = sorted({h.role for h in hosts if h.name in set(duplicated)})
+    first_role: dict[str, str] = {}
+    repeats: dict[tuple[str, str], list[str]] = {}  # (repeating role, first role) -> names
+    for host in hosts:
+        earlier = first_role.setdefault(host.name, host.role)
+        if earlier != host.role or host.name in repeats.get((host.role, earlier), []):
+            repeats.setdefault((host.role, earlier), []).append(host.name)
+    for (role, earlier), names in repeats.items():
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        source = "this role" if role == earlier else f"role {earlier}"
         problems.append(
-            (
-                ("roles", roles[0], "hostname"),
-                f"hostname(s) {', '.join(duplicated[:5])} produced more than once "
-                f"(roles {', '.join(roles)}); expected unique names",
-            )
+            (("roles", role, "hostname"), f"produces {shown}, already produced by {source}; expected unique names")
         )
     for host in hosts:
         if len(host.name) > 63:
-            problems.append(
-                (
-                    ("roles", host.role, "hostname"),
-                    f"hostname {host.name} is longer than 63 characters",
-                )
-            )
+            problems.append((("roles", host.role, "hostname"), f"hostname {host.name} is longer than 63 characters"))
             break
     return problems
 

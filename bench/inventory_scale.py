@@ -1,0 +1,100 @@
+"""Scale benchmark for the topology inventory (100,000 GPUs = 12,500 8-GPU nodes).
+
+Side by side in one run, on the same machine:
+  * `ansible-inventory -i <topology> --list` through the topology plugin, against
+  * `ansible-inventory -i <static.yml> --list`, the same inventory rendered as static YAML
+    and read by Ansible's yaml plugin (outputs are checked to be identical),
+  * the same two with --graph (parsing only, without the per-host variable dump),
+  * `clusterforge topology validate <topology>`.
+Reports wall time, CPU time and peak memory of each, and the ratios. Target: the plugin's
+--list within a tenth of the static route; validate under 5 seconds.
+
+    python bench/inventory_scale.py [--json results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_scale_topology import scale_topology
+
+from clusterforge.topology import load
+from clusterforge.topology.inventory import build
+
+PROJECT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def measure(command: list[str], stdout=subprocess.DEVNULL) -> dict:
+    """Wall and CPU seconds and peak RSS of one child process (os.wait4's rusage)."""
+    env = {**os.environ, "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg")}
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=stdout, stderr=subprocess.PIPE, env=env, cwd=PROJECT)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    stderr = process.stderr.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{stderr}")
+    return {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="cf-bench-") as workdir:
+        work = Path(workdir)
+        topology = work / "gpu100k.topology.yml"
+        topology.write_text(yaml.safe_dump(scale_topology(), sort_keys=False))
+        plan = load(topology, links=False)
+        static = work / "gpu100k-static.yml"
+        static.write_text(yaml.dump(build(plan).to_yaml_dict(), Dumper=yaml.CSafeDumper, sort_keys=False))
+        gpus = sum(
+            plan.topology.node_types[h.node_type].gpu.count
+            for h in plan.hosts
+            if plan.topology.node_types[h.node_type].gpu
+        )
+        results: dict = {
+            "hosts": len(plan.hosts),
+            "gpus": gpus,
+            "static_yaml_mib": round(static.stat().st_size / 2**20, 1),
+        }
+        inventory = str(BIN / "ansible-inventory")
+        for mode in ("--list", "--graph"):
+            outputs = {}
+            for route, source in (("plugin", topology), ("static", static)):
+                out = work / f"{route}{mode}.out"
+                with out.open("w") as handle:
+                    results[f"{route} {mode}"] = measure([inventory, "-i", str(source), mode], stdout=handle)
+                outputs[route] = out
+            if mode == "--list" and json.loads(outputs["plugin"].read_text()) != json.loads(
+                outputs["static"].read_text()
+            ):
+                raise SystemExit("the plugin and the static YAML give different inventories")
+            results[f"ratio {mode} (plugin/static wall)"] = round(
+                results[f"plugin {mode}"]["wall_s"] / results[f"static {mode}"]["wall_s"], 3
+            )
+        results["validate"] = measure([str(BIN / "clusterforge"), "topology", "validate", str(topology)])
+    for key, value in results.items():
+        print(f"{key:40} {value}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""The topology inventory plugin as Ansible runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+PROJECT = Path(__file__).resolve().parents[2]
+EXAMPLES = PROJECT / "inventories" / "examples"
+GOLDEN = PROJECT / "tests" / "golden"
+
+
+def ansible(tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(BIN / tool), *args], capture_output=True, text=True, cwd=PROJECT, check=False)
+    if check and done.returncode != 0:
+        pytest.fail(f"{tool} {' '.join(args)} -> rc {done.returncode}\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def _normalised_list(source: Path) -> dict:
+    inventory = json.loads(ansible("ansible-inventory", "-i", str(source), "--list").stdout)
+    for hostvars in inventory["_meta"]["hostvars"].values():
+        hostvars["clusterforge_topology_file"] = Path(hostvars["clusterforge_topology_file"]).name
+    return inventory
+
+
+def test_superpod_inventory_matches_the_golden_file():
+    """Regenerate with CLUSTERFORGE_UPDATE_GOLDEN=1 after an intended change, and review the diff."""
+    golden = GOLDEN / "h100-superpod.inventory.json"
+    inventory = _normalised_list(EXAMPLES / "h100-superpod.topology.yml")
+    if os.environ.get("CLUSTERFORGE_UPDATE_GOLDEN"):
+        golden.write_text(json.dumps(inventory, indent=1, sort_keys=True) + "\n")
+    assert inventory == json.loads(golden.read_text())
+
+
+def test_superpod_groups_and_host_variables():
+    inventory = _normalised_list(EXAMPLES / "h100-superpod.topology.yml")
+    assert len(inventory["compute"]["hosts"]) == 127
+    assert inventory["su4"]["hosts"][-1] == "dgx127"
+    assert inventory["type_dgx_h100"]["children"] == ["compute"]
+    dgx = inventory["_meta"]["hostvars"]["dgx127"]
+    assert dgx["clusterforge_unit"] == 4
+    assert dgx["clusterforge_expected_gpus"] == 8
+    assert set(dgx["clusterforge_expected_hca_rates"].values()) == {400}
+    assert len(dgx["clusterforge_expected_hca_rates"]) == 8
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.topology.yml")), ids=lambda p: p.name)
+def test_site_syntax_check_on_every_example(example):
+    done = ansible("ansible-playbook", "-i", str(example), "site.yml", "--syntax-check")
+    assert "playbook: site.yml" in done.stdout
+
+
+def test_constructed_options_are_applied(tmp_path):
+    source = (EXAMPLES / "h100-superpod.topology.yml").read_text()
+    extended = tmp_path / "constructed.topology.yml"
+    extended.write_text(
+        source
+        + "keyed_groups:\n  - key: clusterforge_unit | string\n    prefix: unit\n"
+        + "compose:\n  bmc_address: clusterforge_oob_address\n"
+        + "groups:\n  first_unit: clusterforge_unit == 1\n"
+    )
+    inventory = json.loads(ansible("ansible-inventory", "-i", str(extended), "--list").stdout)
+    assert len(inventory["unit_2"]["hosts"]) == 32
+    assert len(inventory["first_unit"]["hosts"]) == 32
+    assert inventory["_meta"]["hostvars"]["dgx001"]["bmc_address"] == "10.131.0.14"
+
+
+def test_a_broken_topology_names_file_line_and_field(tmp_path):
+    broken = tmp_path / "broken.topology.yml"
+    text = (EXAMPLES / "h100-superpod.topology.yml").read_text()
+    line = text.splitlines().index('    hostname: "login{index:02d}"') + 1
+    broken.write_text(text.replace('hostname: "login{index:02d}"', 'hostname: "head{index:02d}"'))
+    done = ansible("ansible-inventory", "-i", str(broken), "--list", check=False)
+    assert done.returncode != 0
+    assert (
+        f"{broken}:{line}: roles.login.hostname: produces head01, head02, already produced by role head" in done.stderr
+    )
