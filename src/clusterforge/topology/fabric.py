@@ -202,6 +202,10 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) 
     speed = spec.switch.port_speed_gbps
     if len(leaves) == 1:
         return  # a single leaf is the whole fabric
+    if up < 1:
+        raise FabricSizeError(
+            f"{len(leaves)} leaves need uplinks, but a {radix}-port leaf at {spec.oversubscription}:1 has none"
+        )
     if len(leaves) <= radix:
         spines = _spine_count(len(leaves), up, radix)
         names = [f"{plan.name}-spine{n:02d}" for n in range(1, spines + 1)]
@@ -229,7 +233,9 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) 
             f"{len(leaves)} leaves need {len(pods)} pods, more than a {radix}-port core switch can "
             "reach: use switches with more ports or fewer, larger scalable units"
         )
-    cores_per_group = math.ceil(len(pods) * half / radix)
+    # A spine sends up as many links as it takes from its pod's leaves (non-blocking), so a
+    # part-filled pod buys no core ports it cannot use.
+    cores_per_group = math.ceil(len(leaves) / radix)
     # Links into each core group, counted across pods, so they spread evenly over its cores.
     sent_to_group = [0] * up
     for pod_number, pod in enumerate(pods, start=1):
@@ -253,12 +259,12 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) 
                 )
         for group, spine in enumerate(spine_names, start=1):
             ports.used[spine] = half
-            for _ in range(half):
+            for _ in range(len(pod)):
                 core = f"{plan.name}-core{group:02d}-{sent_to_group[group - 1] % cores_per_group + 1:02d}"
                 sent_to_group[group - 1] += 1
                 plan.links.append(Link("spine-core", spine, str(ports.take(spine)), core, ports.take(core), speed))
     plan.switches.extend(
-        Switch(f"{plan.name}-core{group:02d}-{n:02d}", "core")
+        Switch(f"{plan.name}-core{group:02d}-{n:02d}", "core", group=group)
         for group in range(1, up + 1)
         for n in range(1, cores_per_group + 1)
     )
