@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from clusterforge import __version__
+from clusterforge import __version__, topology_cli
 from clusterforge.errors import EXIT_INTERRUPTED, EXIT_USAGE, ClusterforgeError, UsageError
 from clusterforge.lab import spec
 from clusterforge.lab.image import BUILDERS
@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     lab_commands.add_parser("down", help="remove the lab nodes and their network")
     for sub in lab_commands.choices.values():
         sub.add_argument("--name", default="lab", help="lab name, for several labs (default lab)")
+
+    topology_cli.add_parser(commands)
 
     run = commands.add_parser("run", help="run site.yml or one stage on an inventory")
     run.add_argument(
@@ -96,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "lab":
             return _lab(args)
+        if args.command == "topology":
+            return topology_cli.run(args)
         return _run(args)
     except ClusterforgeError as exc:
         err_console.print(f"[bold red]clusterforge: error:[/] {exc}", highlight=False, soft_wrap=True)

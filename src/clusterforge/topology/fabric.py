@@ -45,6 +45,9 @@ class FabricPlan:
     attachments: dict[str, list[str]] = field(default_factory=dict)
     # leaf name -> pod number, in three-tier fat trees
     leaf_pods: dict[str, int] = field(default_factory=dict)
+    # False when generated without the spine and core links (inventory use): counts of
+    # links and cables from such a plan would be short.
+    complete: bool = True
 
     def tiers(self) -> list[str]:
         return [t for t in ("leaf", "spine", "core", "router") if any(s.tier == t for s in self.switches)]
@@ -93,7 +96,7 @@ def generate(topology: Topology, fabric_name: str, hosts: list[Host], links: boo
     cannot run out of ports by construction (see _spine_count and the core groups), so
     skipping their links skips no check."""
     spec = topology.fabrics[fabric_name]
-    plan = FabricPlan(fabric_name, spec)
+    plan = FabricPlan(fabric_name, spec, complete=links)
     cabled = endpoints(topology, fabric_name, hosts)
     if not cabled:
         return plan

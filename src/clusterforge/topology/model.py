@@ -138,7 +138,10 @@ class Fabric(Strict):
         default=1.0, ge=1.0, le=16.0, description="leaf downlinks per uplink; 1 is non-blocking"
     )
     dragonfly: Dragonfly | None = None
-    cable_price_usd: dict[str, float] = Field(default_factory=dict)
+    # Price of one cable per link tier, overriding the bill of materials' defaults.
+    cable_price_usd: dict[Literal["node-leaf", "leaf-spine", "spine-core", "terminal", "local", "global"], float] = (
+        Field(default_factory=dict)
+    )
 
     @model_validator(mode="after")
     def _dragonfly_parameters(self) -> Fabric:
@@ -257,4 +260,9 @@ class Topology(Strict):
         return self
 
     # Group and label prefix for what clusterforge derives (groups, Kubernetes labels).
-    label_prefix: str = Field(default="clusterforge.io", pattern=r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
+    label_prefix: str = Field(
+        default="clusterforge.io",
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        description="a DNS subdomain, as Kubernetes requires of label prefixes",
+    )

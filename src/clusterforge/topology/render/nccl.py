@@ -1,0 +1,99 @@
+"""NCCL settings per node type: nccl/<node_type>.env, and nccl/hosts.yml mapping each host
+to its file. Node types without HCAs on a compute fabric get none (no NCCL traffic).
+
+The files use NCCL's own config-file syntax (`NAME=value`, no quotes), so one file works
+as /etc/nccl.conf, as NCCL_CONF_FILE, as a systemd EnvironmentFile and with
+`docker --env-file`. NCCL reads every line that holds a `=` as a variable, comments
+included, so comment lines here never contain one.
+
+- NCCL_IB_HCA: the node type's HCAs on its compute fabric in rail order, with a leading
+  `=` so that mlx5_1 does not also match mlx5_10.
+- NCCL_SOCKET_IFNAME (bootstrap and socket traffic): the topology has no field for the
+  in-band interface, so it is the netdev of the node type's first HCA on an in-band
+  fabric, else on any fabric other than compute and out-of-band; a node type that lists
+  none gets `^lo,docker` (anything but loopback and Docker bridges).
+- NCCL_CROSS_NIC=0 on rail-optimised fabrics: rail n only reaches rail n, so a ring must
+  stay on one NIC index across nodes. Elsewhere it is left to NCCL's default.
+- NCCL_IB_GID_INDEX=3 on Ethernet (RoCE v2) fabrics only; InfiniBand needs no GID index.
+
+NICs that NCCL reaches through a net plugin rather than verbs (libfabric's cxi on
+Slingshot, through aws-ofi-nccl) ignore the NCCL_IB_* variables; the topology does not
+say which transport a NIC uses, so they are written all the same.
+"""
+
+from __future__ import annotations
+
+from clusterforge.topology import ClusterPlan
+from clusterforge.topology.model import NodeType
+from clusterforge.topology.render.common import dump_yaml, generated_by
+
+SOCKET_EXCLUDE = "^lo,docker"
+ROCE_GID_INDEX = 3
+
+
+def _compute_fabric_of(plan: ClusterPlan, node_type: NodeType) -> str | None:
+    fabrics = plan.topology.fabrics
+    for hca in node_type.hcas:
+        if fabrics[hca.fabric].purpose == "compute":
+            return hca.fabric
+    return None
+
+
+def socket_ifname(plan: ClusterPlan, node_type: NodeType) -> str:
+    fabrics = plan.topology.fabrics
+    for wanted in (("inband",), ("inband", "storage")):
+        for hca in node_type.hcas:
+            if fabrics[hca.fabric].purpose in wanted:
+                return f"={hca.netdev}"
+    return SOCKET_EXCLUDE
+
+
+def settings(plan: ClusterPlan, type_name: str) -> dict[str, str] | None:
+    """NCCL variables for one node type, or None when it has no compute HCA."""
+    node_type = plan.topology.node_types[type_name]
+    fabric_name = _compute_fabric_of(plan, node_type)
+    if fabric_name is None:
+        return None
+    spec = plan.topology.fabrics[fabric_name]
+    found = {
+        "NCCL_IB_HCA": "=" + ",".join(h.device for h in node_type.hcas if h.fabric == fabric_name),
+        "NCCL_SOCKET_IFNAME": socket_ifname(plan, node_type),
+    }
+    if spec.topology == "rail_optimized_fat_tree":
+        found["NCCL_CROSS_NIC"] = "0"
+    if spec.link_layer == "ethernet":
+        found["NCCL_IB_GID_INDEX"] = str(ROCE_GID_INDEX)
+    return found
+
+
+def env_file(plan: ClusterPlan, type_name: str) -> str | None:
+    values = settings(plan, type_name)
+    if values is None:
+        return None
+    node_type = plan.topology.node_types[type_name]
+    fabric_name = _compute_fabric_of(plan, node_type)
+    spec = plan.topology.fabrics[fabric_name]
+    comments = [
+        f"NCCL settings for node type {type_name}, {generated_by(plan)}.",
+        f"Compute fabric {fabric_name}: {spec.link_layer}, {spec.topology}.",
+        "Use as /etc/nccl.conf, NCCL_CONF_FILE, a systemd EnvironmentFile or a docker env file.",
+    ]
+    if "NCCL_CROSS_NIC" not in values:
+        comments.append("NCCL_CROSS_NIC is left to NCCL: the fabric is not rail-optimised.")
+    if values["NCCL_SOCKET_IFNAME"] == SOCKET_EXCLUDE:
+        comments.append("The node type lists no in-band interface: sockets avoid loopback and Docker bridges.")
+    # NCCL would read a comment holding '=' as a variable (the file name might hold one).
+    lines = [f"# {line.replace('=', '-')}" for line in comments] + [f"{key}={value}" for key, value in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+def files(plan: ClusterPlan) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for type_name in plan.topology.node_types:
+        text = env_file(plan, type_name)
+        if text is not None:
+            found[f"nccl/{type_name}.env"] = text
+    hosts = {host.name: f"nccl/{host.node_type}.env" for host in plan.hosts if f"nccl/{host.node_type}.env" in found}
+    header = f"# host -> its NCCL settings file (relative to the render directory), {generated_by(plan)}\n"
+    found["nccl/hosts.yml"] = header + dump_yaml(hosts)
+    return found

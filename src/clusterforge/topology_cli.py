@@ -1,0 +1,149 @@
+"""`clusterforge topology`: show, validate, render and draw a topology file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from clusterforge.errors import UsageError
+from clusterforge.topology import ClusterPlan, TopologyError, load
+
+console = Console()
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    topology = subparsers.add_parser("topology", help="check a topology file and render what derives from it")
+    # Subcommands use the same parser class as their parent (clusterforge's exits 4 on bad arguments).
+    commands = topology.add_subparsers(dest="topology_command", required=True, parser_class=type(topology))
+    show = commands.add_parser("show", help="hosts, GPUs, switches, links and cables, as tables or JSON")
+    show.add_argument("--json", action="store_true", help="print the summary as stable JSON")
+    commands.add_parser("validate", help="check the file; exit 4 with every problem if it is invalid")
+    render = commands.add_parser("render", help="write Slurm, NCCL, Kubernetes, cabling, BOM and inventory files")
+    render.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="directory (other files stay)")
+    draw = commands.add_parser("draw", help="draw the fabrics as SVG")
+    draw.add_argument("-o", "--output", default="fabric.svg", metavar="SVG", help="file to write (default fabric.svg)")
+    draw.add_argument("--fabric", help="fabric to draw (default: the compute fabric)")
+    for command in commands.choices.values():
+        command.add_argument("file", metavar="FILE", help="topology file (*.topology.yml)")
+    return topology
+
+
+def run(args: argparse.Namespace) -> int:
+    plan = _load(args.file)
+    handler = {"show": _show, "validate": _validate, "render": _render, "draw": _draw}[args.topology_command]
+    return handler(plan, args)
+
+
+def _load(path: str) -> ClusterPlan:
+    try:
+        return load(path)
+    except TopologyError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _rendered(plan: ClusterPlan) -> dict[str, str]:
+    """Every output in memory: some problems (a label Kubernetes refuses, a price for an
+    unknown cable tier) only show when rendering."""
+    from clusterforge.topology.render import files
+    from clusterforge.topology.render.bom import BomError
+    from clusterforge.topology.render.k8s_labels import LabelError
+
+    try:
+        return files(plan)
+    except (BomError, LabelError) as exc:
+        raise UsageError(f"{plan.path}: {exc}") from None
+
+
+def _validate(plan: ClusterPlan, args: argparse.Namespace) -> int:
+    _rendered(plan)
+    node_types = plan.topology.node_types
+    gpus = sum(gpu.count for gpu in (node_types[h.node_type].gpu for h in plan.hosts) if gpu)
+    console.print(f"ok: {len(plan.hosts)} hosts, {gpus} GPUs, {plan.switch_count()} switches", highlight=False)
+    return 0
+
+
+def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
+    from clusterforge.topology.render.bom import BomError
+    from clusterforge.topology.summary import summarise
+
+    try:
+        summary = summarise(plan)
+    except BomError as exc:
+        raise UsageError(f"{plan.path}: {exc}") from None
+    if args.json:
+        # Plain stdout: rich would wrap and colour what a script parses.
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        return 0
+    hosts = Table(title=f"cluster {summary['cluster']}")
+    hosts.add_column("role")
+    hosts.add_column("hosts", justify="right")
+    for role, count in summary["hosts"]["by_role"].items():
+        hosts.add_row(role, str(count))
+    hosts.add_row("total", str(summary["hosts"]["total"]), style="bold")
+    console.print(hosts)
+    gpus = Table(title="GPUs")
+    gpus.add_column("model")
+    gpus.add_column("count", justify="right")
+    for model, count in summary["gpus"]["by_model"].items():
+        gpus.add_row(model, str(count))
+    gpus.add_row("total", str(summary["gpus"]["total"]), style="bold")
+    console.print(gpus)
+    fabrics = Table(title="fabrics")
+    for column in ("fabric", "kind", "switches", "links", "cables"):
+        fabrics.add_column(column)
+    for name, fabric in summary["fabrics"].items():
+        fabrics.add_row(
+            name,
+            f"{fabric['purpose']}, {fabric['link_layer']}, {fabric['topology']}, {fabric['switch_model']}",
+            _counts(fabric["switches"]),
+            _counts(fabric["links"]),
+            _counts(fabric["cables"]),
+        )
+    console.print(fabrics)
+    cost = summary["bom"]
+    console.print(
+        f"switches: {summary['switches']}  power: {cost['power_kw']:,.1f} kW  cost: ${cost['price_usd']:,.0f} "
+        "(bill of materials: clusterforge topology render)",
+        highlight=False,
+    )
+    return 0
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return "\n".join(f"{name}: {count}" for name, count in counts.items()) or "-"
+
+
+def _render(plan: ClusterPlan, args: argparse.Namespace) -> int:
+    from clusterforge.topology.render import write_files
+
+    rendered = _rendered(plan)
+    try:
+        written = write_files(rendered, args.output)
+    except OSError as exc:
+        raise UsageError(f"cannot write to {args.output}: {exc.strerror or exc}") from None
+    for path in written:
+        console.print(str(path), highlight=False, soft_wrap=True)
+    console.print(f"{len(written)} files written to {args.output}", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _draw(plan: ClusterPlan, args: argparse.Namespace) -> int:
+    from clusterforge.topology.draw import render_svg  # written separately; only this command needs it
+
+    if not plan.fabrics:
+        raise UsageError(f"{plan.path}: the topology has no fabrics to draw")
+    if args.fabric is not None and args.fabric not in plan.fabrics:
+        raise UsageError(f"no fabric {args.fabric!r} in {plan.path}; expected one of {', '.join(plan.fabrics)}")
+    path = Path(args.output)
+    svg = render_svg(plan, fabric=args.fabric) if args.fabric else render_svg(plan)
+    try:
+        path.write_text(svg)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    console.print(f"drawing written to {path}", highlight=False, soft_wrap=True)
+    return 0
