@@ -31,7 +31,9 @@ options:
 EXAMPLES = r"""
 - name: Show the HCAs NCCL should use, in rail order
   ansible.builtin.debug:
-    msg: "{{ (inventory_hostname | clusterforge_topology_host(clusterforge_topology_file)).hcas | map(attribute='device') }}"
+    msg: >-
+      {{ (inventory_hostname | clusterforge_topology_host(clusterforge_topology_file)).hcas
+         | map(attribute='device') }}
 """
 
 RETURN = r"""

@@ -1,0 +1,75 @@
+"""Common types of the node checks: the verdict of one check and the error every parser raises.
+
+Stdlib only: Ansible ships this file to the nodes as ``ansible.module_utils.checks``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+PASS = "pass"
+WARN = "warn"
+FAIL = "fail"
+SKIPPED = "skipped"
+STATUSES = (PASS, WARN, FAIL, SKIPPED)
+
+# Worst first: an overall verdict is the worst status of its parts. A skipped check never makes a
+# run pass on its own (see overall()).
+_SEVERITY = {FAIL: 3, WARN: 2, PASS: 1, SKIPPED: 0}
+
+NO_HARDWARE = "skipped: no hardware"
+
+
+class ParseError(ValueError):
+    """Command output the parser does not understand; says which output, which line and why."""
+
+    def __init__(self, message: str, *, source: str = "", line: int | None = None, text: str | None = None) -> None:
+        self.reason = message
+        self.source = source
+        self.line = line
+        self.text = text
+        where = source or "output"
+        if line is not None:
+            where += f" line {line}"
+        detail = f"{where}: {message}"
+        if text is not None:
+            detail += f" (got {text.strip()[:120]!r})"
+        super().__init__(detail)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One verdict: what was checked, what was measured against what was expected, and why."""
+
+    check: str
+    status: str
+    measured: Any
+    expected: Any
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def result(check: str, status: str, measured: Any, expected: Any, message: str) -> CheckResult:
+    return CheckResult(check=check, status=status, measured=measured, expected=expected, message=message)
+
+
+def skipped(check: str, reason: str, expected: Any = None) -> CheckResult:
+    return CheckResult(check=check, status=SKIPPED, measured=None, expected=expected, message=reason)
+
+
+def worst(statuses: Iterable[str]) -> str:
+    """The most severe of the statuses; SKIPPED when there are none."""
+    return max(statuses, key=_SEVERITY.__getitem__, default=SKIPPED)
+
+
+def overall(results: Iterable[CheckResult]) -> str:
+    """The verdict of a list of checks: the worst one, where all-skipped stays skipped (never pass)."""
+    return worst(r.status for r in results)

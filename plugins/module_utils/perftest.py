@@ -1,0 +1,121 @@
+"""Parser for perftest bandwidth output (ib_write_bw, ib_read_bw, ib_send_bw).
+
+One run starts with a "<Verb> BW Test" banner, lists settings as "Key : value" pairs (two per
+line in some versions), then a result table:
+
+     #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+     65536      5000             92.42              92.40              0.176230
+
+Units are MB/sec unless --report_gbits; newer versions add "BW min[...]". Anything else inside the
+table region (e.g. "Conflicting CPU frequency values detected ...") is kept as a warning. A log
+with both server and client output holds two runs. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ansible.module_utils.checks import ParseError
+
+
+class PerftestParseError(ParseError):
+    pass
+
+
+@dataclass(frozen=True)
+class PerftestRow:
+    bytes: int
+    iterations: int
+    bw_peak: float
+    bw_average: float
+    msg_rate_mpps: float
+    bw_min: float | None = None
+
+
+@dataclass(frozen=True)
+class PerftestRun:
+    test: str  # "RDMA_Write BW Test"
+    settings: dict[str, str]  # Device, Number of qps, Link type, Mtu, ...
+    unit: str  # "MB/sec" or "Gb/sec"
+    rows: tuple[PerftestRow, ...]
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def gbps(self, value: float) -> float:
+        """A bandwidth of this run in Gb/s.
+
+        perftest's MB is 10^6 bytes: the SuperBench HDR loopback (200 Gb/s link) reports 24056 MB/sec,
+        which is 192.5 Gb/s with 10^6 but an impossible 201.8 Gb/s with 2^20.
+        """
+        return value if self.unit == "Gb/sec" else value * 8 / 1000
+
+    @property
+    def bw_average_gbps(self) -> float:
+        return max(self.gbps(row.bw_average) for row in self.rows)
+
+
+_BANNER = re.compile(r"^\s*(?P<test>[A-Za-z_ ]+ (?:BW|Lat) Test)\s*$")
+_TABLE = re.compile(r"^\s*#bytes\s+#iterations\s+BW peak\[(?P<unit>[^\]]+)\]")
+_SETTING = re.compile(r"([A-Za-z][A-Za-z0-9_ .*()-]*?)\s*:\s*(\S+(?: \S+)*?)(?=\s{2,}|\t|$)")
+_PER_QP = ("local address", "remote address", "GID:")  # one line per QP; not settings
+_SEPARATOR = re.compile(r"^\s*[-*]+\s*$")
+
+
+def parse_perftest(text: str, source: str = "perftest") -> tuple[PerftestRun, ...]:
+    runs: list[PerftestRun] = []
+    test = None
+    settings: dict[str, str] = {}
+    unit: str | None = None
+    columns = 0
+    rows: list[PerftestRow] = []
+    warnings: list[str] = []
+
+    def close() -> None:
+        if test is not None and unit is not None:
+            runs.append(PerftestRun(test, dict(settings), unit, tuple(rows), tuple(warnings)))
+
+    for number, raw in enumerate(text.replace("\r", "").splitlines(), start=1):
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        if match := _BANNER.match(line):
+            close()
+            test, settings, unit, rows, warnings = match["test"], {}, None, [], []
+        elif match := _TABLE.match(line):
+            if test is None:
+                raise PerftestParseError("result table before any test banner", source=source, line=number)
+            unit = match["unit"]
+            columns = len(re.findall(r"#bytes|#iterations|BW \w+\[|MsgRate\[", line))
+        elif unit is not None:
+            if _SEPARATOR.match(line):
+                if rows:  # the rule under the rows ends the run; the one above them does not
+                    close()
+                    test, unit, rows, warnings = None, None, [], []
+                continue
+            tokens = line.split()
+            if tokens[0].isdigit() and len(tokens) == columns:
+                try:
+                    values = [float(t) for t in tokens]
+                except ValueError:
+                    raise PerftestParseError(
+                        "bad number in result row", source=source, line=number, text=line
+                    ) from None
+                rows.append(
+                    PerftestRow(
+                        bytes=int(values[0]),
+                        iterations=int(values[1]),
+                        bw_peak=values[2],
+                        bw_average=values[3],
+                        msg_rate_mpps=values[4],
+                        bw_min=values[5] if columns > 5 else None,
+                    )
+                )
+            else:
+                warnings.append(line.strip())
+        elif test is not None and ":" in line and not line.lstrip().startswith(_PER_QP):
+            for key, value in _SETTING.findall(line.strip()):
+                settings[key.strip()] = value.strip()
+    close()
+    if not any(run.rows for run in runs):
+        raise PerftestParseError("no result rows (the test did not complete)", source=source)
+    return tuple(run for run in runs if run.rows)

@@ -1,0 +1,85 @@
+"""Every captured output parses or raises its parser's ParseError, whole or cut short.
+
+The per-parser test modules assert concrete values per file; this module makes sure no file in
+shared/fixtures or tests/fixtures is left out of those tables and that no input crashes a parser
+with anything but a ParseError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+from ansible.module_utils import (
+    dcgmi,
+    ibnetdiscover,
+    ibstat,
+    ibv_devinfo,
+    nccl_tests,
+    nvidia_smi,
+    nvidia_topo,
+    perftest,
+    xid,
+)
+from ansible.module_utils.checks import ParseError
+
+from .samples import LOCAL_FIXTURES, SHARED_FIXTURES, fixture_files, read, requires_shared
+
+pytestmark = requires_shared
+
+PARSERS = {
+    "dcgmi_diag": dcgmi.parse_dcgmi_diag,
+    "ib_write_bw": perftest.parse_perftest,
+    "ibnetdiscover_iblinkinfo": ibnetdiscover.parse_ibnetdiscover_ports,
+    "ibstat": ibstat.parse_ibstat,
+    "ibv_devinfo": ibv_devinfo.parse_ibv_devinfo,
+    "nccl_all_reduce_perf": nccl_tests.parse_nccl_tests,
+    "nvidia-smi_query": nvidia_smi.parse_query,
+    "nvidia-smi_topo": nvidia_topo.parse_topo_matrix,
+    "nvidia-smi_xml": nvidia_smi.parse_query_xml,
+    "kernel_log_xid": xid.parse_kernel_log,
+}
+
+ALL = [(kind, path) for kind in sorted(PARSERS) for path in fixture_files(kind)]
+
+
+def test_every_fixture_kind_has_a_parser():
+    roots = [root for root in (SHARED_FIXTURES, LOCAL_FIXTURES) if root.is_dir()]
+    kinds = {p.name for root in roots for p in root.iterdir() if p.is_dir()}
+    assert kinds <= set(PARSERS), f"fixture folders without a parser: {sorted(kinds - set(PARSERS))}"
+
+
+def test_shared_fixtures_are_found():
+    assert sum(1 for _, path in ALL if SHARED_FIXTURES in path.parents) >= 30
+
+
+@pytest.mark.parametrize("kind,path", ALL, ids=[p.name for _, p in ALL])
+def test_every_fixture_has_a_source(kind: str, path: Path):
+    source = path.with_suffix(".source")
+    assert source.is_file(), f"{path.name} has no .source file"
+    text = source.read_text()
+    assert "repository:" in text and "url:" in text
+
+
+@pytest.mark.parametrize("kind,path", ALL, ids=[p.name for _, p in ALL])
+def test_whole_and_truncated_outputs_parse_or_raise_parse_error(kind: str, path: Path):
+    text = read(path)
+    parse = PARSERS[kind]
+    # The whole file, then prefixes cut at ten points (a command killed mid-output).
+    for cut in [len(text), *range(0, len(text), max(1, len(text) // 10))]:
+        try:
+            parse(text[:cut])
+        except ParseError as exc:
+            assert str(exc), "a ParseError must say what is wrong"
+
+
+@pytest.mark.parametrize("kind", sorted(PARSERS))
+def test_other_commands_outputs_raise_parse_error_not_crash(kind: str):
+    """Feeding a parser the wrong command's output (a module ran the wrong tool) is a ParseError."""
+    parse = PARSERS[kind]
+    for other, path in ALL:
+        if other == kind:
+            continue
+        with contextlib.suppress(ParseError):
+            parse(read(path))

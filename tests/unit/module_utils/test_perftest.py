@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import pytest
+from ansible.module_utils import ib_judge
+from ansible.module_utils.checks import FAIL, PASS, WARN
+from ansible.module_utils.perftest import PerftestParseError, parse_perftest
+
+from .samples import load, names, requires_shared
+
+pytestmark = requires_shared
+
+KIND = "ib_write_bw"
+
+# runs, device, link type, qps, unit, (bytes, iterations, peak, average, msg rate), Gb/s, warnings
+TABLE = {
+    "ib-loopback-8m-mb-per-sec-server-and-client-superbench.txt": (
+        2, "ib0", "IB", "1", "MB/sec", (8388608, 20000, 24056.74, 24056.72, 0.003007), 192.45, 0),
+    "roce-100g-4qp-rdma-cm-client-oci.txt": (
+        1, "mlx5_5", "Ethernet", "4", "Gb/sec", (65536, 20000, 98.01, 98.01, 0.186932), 98.01, 0),
+    "roce-100g-cx5-rdma-cm-client-cpufreq-warning-deepops.txt": (
+        1, "mlx5_0", "Ethernet", "1", "Gb/sec", (65536, 5000, 92.42, 92.40, 0.176230), 92.40, 1),
+    "roce-400g-cx7-gpudirect-dmabuf-client-gardenlinux.txt": (
+        1, "mlx5_0", "Ethernet", "1", "Gb/sec", (65536, 5000, 368.67, 368.48, 0.702829), 368.48, 0),
+}  # fmt: skip
+
+# (expected link rate Gb/s, bandwidth verdict, warnings verdict)
+JUDGED = {
+    "ib-loopback-8m-mb-per-sec-server-and-client-superbench.txt": (200, PASS, PASS),
+    "roce-100g-4qp-rdma-cm-client-oci.txt": (100, PASS, PASS),
+    "roce-100g-cx5-rdma-cm-client-cpufreq-warning-deepops.txt": (100, PASS, WARN),
+    "roce-400g-cx7-gpudirect-dmabuf-client-gardenlinux.txt": (400, PASS, PASS),
+}
+
+
+def test_tables_cover_every_fixture():
+    assert set(TABLE) == names(KIND) == set(JUDGED)
+
+
+@pytest.mark.parametrize("name", sorted(TABLE))
+def test_parse(name: str):
+    runs_n, device, link, qps, unit, row, gbps, warnings = TABLE[name]
+    runs = parse_perftest(load(KIND, name))
+    assert len(runs) == runs_n
+    run = runs[-1]
+    assert run.test == "RDMA_Write BW Test"
+    assert (run.settings["Device"], run.settings["Link type"], run.settings["Number of qps"]) == (device, link, qps)
+    assert run.unit == unit
+    (got,) = run.rows
+    assert (got.bytes, got.iterations, got.bw_peak, got.bw_average, got.msg_rate_mpps) == pytest.approx(row)
+    assert run.bw_average_gbps == pytest.approx(gbps, abs=0.01)
+    assert len(run.warnings) == warnings
+
+
+def test_bw_min_column_and_warning_text():
+    (cx7,) = parse_perftest(load(KIND, "roce-400g-cx7-gpudirect-dmabuf-client-gardenlinux.txt"))
+    assert cx7.rows[0].bw_min == 0.0 and cx7.settings["ibv_wr* API"] == "ON"
+    (cx5,) = parse_perftest(load(KIND, "roce-100g-cx5-rdma-cm-client-cpufreq-warning-deepops.txt"))
+    assert cx5.warnings[0].startswith("Conflicting CPU frequency values detected")
+
+
+@pytest.mark.parametrize("name", sorted(JUDGED))
+def test_judge(name: str):
+    rate, bandwidth, warnings = JUDGED[name]
+    results = {
+        r.check: r.status for r in ib_judge.judge_perftest(parse_perftest(load(KIND, name)), {"rate_gbps": rate})
+    }
+    assert results == {"ib.write_bw": bandwidth, "ib.write_bw_warnings": warnings}
+
+
+def test_judge_fails_a_port_running_at_a_lower_rate():
+    # 98 Gb/s measured where a 200 Gb/s HDR port was planned: the link trained at EDR/100G.
+    runs = parse_perftest(load(KIND, "roce-100g-4qp-rdma-cm-client-oci.txt"))
+    (bw, _) = ib_judge.judge_perftest(runs, {"rate_gbps": 200})
+    assert bw.status == FAIL and bw.expected == 180.0
+
+
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("", "no result rows"),
+        (
+            " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n",
+            "before any test banner",
+        ),
+        ("                    RDMA_Write BW Test\n Device : mlx5_0\n", "no result rows"),
+    ],
+)
+def test_malformed(text: str, match: str):
+    with pytest.raises(PerftestParseError, match=match):
+        parse_perftest(text)
