@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from clusterforge import __version__, topology_cli
+from clusterforge import __version__, run_cli, topology_cli
 from clusterforge.errors import EXIT_INTERRUPTED, EXIT_USAGE, ClusterforgeError, UsageError
 from clusterforge.lab import spec
 from clusterforge.lab.image import BUILDERS
@@ -53,27 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     topology_cli.add_parser(commands)
 
-    run = commands.add_parser("run", help="run site.yml or one stage on an inventory")
-    run.add_argument(
-        "playbook",
-        nargs="?",
-        default="site",
-        help="site (default), a stage name, or a playbook file",
-    )
-    run.add_argument("-i", "--inventory", help="inventory file or directory (default: the running lab's)")
-    run.add_argument("--lab", default="lab", help="lab whose inventory is the default")
-    run.add_argument("-l", "--limit", help="limit to a host pattern")
-    run.add_argument("-C", "--check", action="store_true", help="check mode: change nothing")
-    run.add_argument("-D", "--diff", action="store_true", help="show file differences")
-    run.add_argument(
-        "-e",
-        "--extra-var",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra variable (repeatable)",
-    )
-    run.add_argument("--project-dir", help="clusterforge checkout holding site.yml and roles/")
+    run_cli.add_parser(commands)
     return parser
 
 
@@ -100,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             return _lab(args)
         if args.command == "topology":
             return topology_cli.run(args)
-        return _run(args)
+        return run_cli.run(args)
     except ClusterforgeError as exc:
         err_console.print(f"[bold red]clusterforge: error:[/] {exc}", highlight=False, soft_wrap=True)
         return exc.exit_code
@@ -175,58 +155,6 @@ def _print_status(nodes) -> None:
             node.image,
         )
     console.print(table)
-
-
-def _run(args: argparse.Namespace) -> int:
-    from clusterforge import runner
-    from clusterforge.lab import cluster
-
-    project = project_dir(args.project_dir)
-    inventory = args.inventory
-    if inventory is None:
-        inventory = cluster.inventory_path(args.lab)
-        if not inventory.exists():
-            raise UsageError(
-                f"no inventory given and lab {args.lab!r} is not up: run `clusterforge lab up` or pass -i INVENTORY"
-            )
-    result = runner.run_playbook(
-        project,
-        args.playbook,
-        inventory,
-        limit=args.limit,
-        check=args.check,
-        diff=args.diff,
-        extravars=_parse_extra_vars(args.extra_var),
-    )
-    _print_summary(result)
-    return result.exit_code
-
-
-def _parse_extra_vars(pairs: list[str]) -> dict[str, str]:
-    extravars = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"extra variable {pair!r}: expected KEY=VALUE")
-        extravars[key] = value
-    return extravars
-
-
-def _print_summary(result) -> None:
-    table = Table(title=f"run {result.status}")
-    columns = ("host", "ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored")
-    for column in columns:
-        table.add_column(column, justify="left" if column == "host" else "right")
-    for host in result.hosts:
-        table.add_row(*(str(getattr(host, column)) for column in columns))
-    console.print(table)
-    console.print(
-        f"hosts: {len(result.hosts)}  failed: {len(result.failed_hosts)}  "
-        f"unreachable: {len(result.unreachable_hosts)}  changed tasks: {result.changed_tasks}  "
-        f"artifacts: {result.run_dir}",
-        highlight=False,
-        soft_wrap=True,
-    )
 
 
 if __name__ == "__main__":

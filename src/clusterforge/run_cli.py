@@ -1,0 +1,152 @@
+"""`clusterforge run`: a playbook on an inventory, with progress, artifacts and CI exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from clusterforge import run_report, runner
+from clusterforge.errors import UsageError
+from clusterforge.paths import project_dir
+from clusterforge.progress import choose
+from clusterforge.run_record import RunRecorder
+
+console = Console()
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    run = subparsers.add_parser("run", help="run site.yml, a stage or rolling-update on an inventory")
+    run.add_argument(
+        "playbook",
+        nargs="?",
+        default="site",
+        help=f"site (default), a stage ({', '.join(runner.STAGES)}), "
+        f"{', '.join(runner.NAMED_PLAYBOOKS)}, or a playbook file",
+    )
+    run.add_argument("-i", "--inventory", help="topology file, inventory file or directory (default: the lab's)")
+    run.add_argument("--lab", default="lab", help="lab whose inventory is the default")
+    run.add_argument("-l", "--limit", help="limit to a host pattern")
+    run.add_argument("-t", "--tags", help="only tasks with these tags (comma-separated)")
+    run.add_argument("--skip-tags", help="skip tasks with these tags")
+    run.add_argument("-C", "--check", action="store_true", help="check mode: change nothing")
+    run.add_argument("-D", "--diff", action="store_true", help="show file differences")
+    run.add_argument("-f", "--forks", type=int, help="parallel hosts (default from ansible.cfg)")
+    run.add_argument(
+        "-e",
+        "--extra-var",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE|@FILE",
+        help="extra variable, or @file.yml with several (repeatable)",
+    )
+    run.add_argument("--vault-password-file", help="file holding the Ansible Vault password")
+    run.add_argument("--json", action="store_true", help="print the run summary as JSON, no progress display")
+    rolling = run.add_argument_group("rolling-update")
+    rolling.add_argument("--stage", help="stage to roll out batch by batch (rolling-update; default gpu)")
+    rolling.add_argument("--serial", help="batch size, a count or a percentage (rolling-update; default 10%%)")
+    rolling.add_argument(
+        "--max-fail-percentage",
+        type=int,
+        help="failed hosts a batch may have before the roll stops (rolling-update; default 0)",
+    )
+    run.add_argument("--project-dir", help="clusterforge checkout holding site.yml and roles/")
+    return run
+
+
+def run(args: argparse.Namespace) -> int:
+    from clusterforge.lab import cluster
+
+    project = project_dir(args.project_dir)
+    inventory = args.inventory
+    if inventory is None:
+        inventory = cluster.inventory_path(args.lab)
+        if not inventory.exists():
+            raise UsageError(
+                f"no inventory given and lab {args.lab!r} is not up: run `clusterforge lab up` or pass -i INVENTORY"
+            )
+    if args.forks is not None and args.forks < 1:
+        raise UsageError(f"--forks {args.forks}: expected a positive number")
+    options = runner.RunOptions(
+        inventory=inventory,
+        playbook=args.playbook,
+        limit=args.limit,
+        tags=args.tags,
+        skip_tags=args.skip_tags,
+        check=args.check,
+        diff=args.diff,
+        forks=args.forks,
+        extravars=parse_extra_vars(args.extra_var),
+        vault_password_file=args.vault_password_file,
+    )
+    options.extravars.update(_rolling_vars(args))
+    recorder = RunRecorder()
+    with runner.CancelOnSignal() as cancel, choose(recorder, console, args.json) as progress:
+        result = runner.run_playbook(project, options, event_handler=progress, recorder=recorder, cancel=cancel)
+    summary_path, junit_path = run_report.write(result)
+    if args.json:
+        print(json.dumps(run_report.summary(result), indent=2))
+    else:
+        _print_summary(result, summary_path, junit_path)
+    return result.exit_code
+
+
+def _rolling_vars(args: argparse.Namespace) -> dict:
+    given = {
+        "rolling_update_stage": args.stage,
+        "rolling_update_serial": args.serial,
+        "rolling_update_max_fail_percentage": args.max_fail_percentage,
+    }
+    given = {key: value for key, value in given.items() if value is not None}
+    if given and args.playbook != "rolling-update":
+        raise UsageError("--stage, --serial and --max-fail-percentage apply to `clusterforge run rolling-update`")
+    return given
+
+
+def parse_extra_vars(values: list[str]) -> dict:
+    extravars: dict = {}
+    for value in values:
+        if value.startswith("@"):
+            path = Path(value[1:]).expanduser()
+            try:
+                loaded = yaml.safe_load(path.read_text())
+            except (OSError, yaml.YAMLError) as exc:
+                raise UsageError(f"extra variables file {path}: {exc}") from None
+            if not isinstance(loaded, dict):
+                raise UsageError(f"extra variables file {path}: expected a mapping of names to values")
+            extravars.update(loaded)
+            continue
+        key, sep, item = value.partition("=")
+        if not sep or not key:
+            raise UsageError(f"extra variable {value!r}: expected KEY=VALUE or @FILE")
+        extravars[key] = item
+    return extravars
+
+
+def _print_summary(result: runner.RunResult, summary_path: Path, junit_path: Path) -> None:
+    table = Table(title=f"run {result.status}")
+    columns = ("host", "ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "host" else "right")
+    for host in result.hosts:
+        table.add_row(*(str(getattr(host, column)) for column in columns))
+    console.print(table)
+    for host, record in sorted(result.record.hosts.items()):
+        for failure in record.failed_tasks:
+            console.print(
+                f"[red]failed[/] {host}: {failure['task']}: {failure['message']}", highlight=False, soft_wrap=True
+            )
+        if record.unreachable:
+            console.print(f"[red]unreachable[/] {host}: {record.unreachable}", highlight=False, soft_wrap=True)
+    console.print(
+        f"hosts: {len(result.hosts)}  failed: {len(result.failed_hosts)}  "
+        f"unreachable: {len(result.unreachable_hosts)}  changed tasks: {result.changed_tasks}  "
+        f"artifacts: {result.run_dir}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print(f"summary: {summary_path}  junit: {junit_path}", highlight=False, soft_wrap=True)

@@ -1,0 +1,126 @@
+"""`clusterforge run` for real against localhost: exit codes, summary JSON, JUnit XML,
+cancellation and secrets. (tests/integration/test_lab_runner.py covers an unreachable lab node.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from clusterforge import errors
+
+PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "outcomes.yml"
+SECRET = "s3cr3t-value-4711"
+
+
+@pytest.fixture
+def env(tmp_path) -> dict:
+    # The secret also sits in the environment, as a cloud token would.
+    return {**os.environ, "CLUSTERFORGE_STATE_DIR": str(tmp_path / "state"), "CF_TEST_TOKEN": SECRET}
+
+
+def inventory(tmp_path, **outcomes: str) -> Path:
+    path = tmp_path / "hosts.ini"
+    lines = [
+        f"{host} ansible_connection=local ansible_python_interpreter={sys.executable} outcome={outcome}"
+        for host, outcome in outcomes.items()
+    ]
+    path.write_text("[all]\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def run(env, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "clusterforge.cli", "run", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+
+
+def newest_run(env) -> Path:
+    return max((Path(env["CLUSTERFORGE_STATE_DIR"]) / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+
+
+def test_success_writes_summary_and_junit(tmp_path, env):
+    done = run(env, str(PLAYBOOK), "-i", str(inventory(tmp_path, alpha="ok", beta="reboot")))
+    assert done.returncode == errors.EXIT_OK, done.stdout + done.stderr
+    assert "TASK Fail where asked" in done.stdout  # plain progress lines off a terminal
+    run_dir = newest_run(env)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "successful" and summary["exit_code"] == 0
+    assert summary["totals"]["reboot_required"] == ["beta"]
+    assert summary["hosts"]["alpha"]["failed"] == 0
+    suites = ET.parse(run_dir / "junit.xml").getroot()
+    cases = suites.findall("./testsuite/testcase")
+    assert sorted(case.get("name") for case in cases) == ["alpha", "beta"]
+    assert not suites.findall(".//failure")
+
+
+def test_a_failing_host_gives_exit_2_and_a_junit_failure(tmp_path, env):
+    done = run(env, str(PLAYBOOK), "-i", str(inventory(tmp_path, alpha="ok", beta="fail")), "--json")
+    assert done.returncode == errors.EXIT_HOSTS_FAILED
+    summary = json.loads(done.stdout)
+    assert summary["totals"]["failed"] == 1
+    assert summary["hosts"]["beta"]["failed_tasks"] == [
+        {"play": "Outcomes on demand", "task": "Fail where asked", "message": "asked to fail on beta"}
+    ]
+    failures = ET.parse(newest_run(env) / "junit.xml").getroot().findall(".//testcase[@name='beta']/failure")
+    assert len(failures) == 1 and "asked to fail on beta" in failures[0].text
+
+
+def test_an_unreachable_host_gives_exit_3(tmp_path, env):
+    path = tmp_path / "hosts.ini"
+    # Nothing listens on port 1: the SSH connection is refused at once.
+    path.write_text("[all]\nghost ansible_host=127.0.0.1 ansible_port=1 ansible_connection=ssh\n")
+    done = run(env, str(PLAYBOOK), "-i", str(path), "--json")
+    assert done.returncode == errors.EXIT_HOSTS_UNREACHABLE, done.stdout + done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["hosts"]["ghost"]["unreachable_message"]
+    errors_found = ET.parse(newest_run(env) / "junit.xml").getroot().findall(".//testcase[@name='ghost']/error")
+    assert len(errors_found) == 1
+
+
+def test_sigterm_cancels_and_still_writes_the_summary(tmp_path, env):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "clusterforge.cli", "run", str(PLAYBOOK), "-i", str(inventory(tmp_path, alpha="wait"))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    seen = ""
+    while time.monotonic() < deadline and "Wait where asked" not in seen:
+        seen += process.stdout.readline()
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == errors.EXIT_INTERRUPTED, seen + out
+    summary = json.loads((newest_run(env) / "summary.json").read_text())
+    assert summary["status"] == "canceled"
+
+
+def test_secrets_stay_out_of_the_artifacts(tmp_path, env):
+    done = run(env, str(PLAYBOOK), "-i", str(inventory(tmp_path, alpha="ok")), "-e", f"test_secret={SECRET}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = newest_run(env)
+    leaks = [str(path) for path in run_dir.rglob("*") if path.is_file() and SECRET in path.read_text(errors="ignore")]
+    assert leaks == []
+    assert SECRET not in done.stdout + done.stderr
+
+
+def test_bad_arguments_give_exit_4(tmp_path, env):
+    assert run(env, "site", "-i", str(tmp_path / "nope.yml")).returncode == errors.EXIT_USAGE
+    hosts = str(inventory(tmp_path, alpha="ok"))
+    assert run(env, str(PLAYBOOK), "-i", hosts, "--vault-password-file", str(tmp_path / "none")).returncode == 4
+    assert run(env, str(PLAYBOOK), "-i", hosts, "--serial", "2").returncode == errors.EXIT_USAGE
+    assert run(env, str(PLAYBOOK), "-i", hosts, "--forks", "0").returncode == errors.EXIT_USAGE
