@@ -17,7 +17,7 @@ import yaml
 
 from clusterforge import cli, topology_cli
 from clusterforge.errors import UsageError
-from clusterforge.topology import load
+from clusterforge.topology import TopologyError, load
 from clusterforge.topology.inventory import build
 from clusterforge.topology.render import bom, cabling, files, k8s_labels, nccl, slurm, static_inventory, write_all
 
@@ -282,9 +282,11 @@ def test_labels_dragonfly_group(tmp_path):
 
 
 def test_a_label_prefix_kubernetes_refuses(tmp_path):
-    plan = mini(tmp_path, lambda data: data.update(label_prefix="example..io"))
-    with pytest.raises(k8s_labels.LabelError, match=re.escape("prefix 'example..io' must be a DNS subdomain")):
-        k8s_labels.labels(plan)
+    # The schema refuses it; the renderer's own check stays as a second line.
+    with pytest.raises(TopologyError, match=r"label_prefix: String should match pattern .* \(got 'example..io'\)"):
+        mini(tmp_path, lambda data: data.update(label_prefix="example..io"))
+    with pytest.raises(k8s_labels.LabelError, match="must be a DNS subdomain"):
+        k8s_labels.check_label("example..io/unit", "su1")
 
 
 @pytest.mark.parametrize(
@@ -407,9 +409,8 @@ def test_fabric_cable_price_sets_the_cable_not_the_transceivers(tmp_path):
     assert lines["transceiver", "compute", "leaf-spine"].unit_price_usd == bom.DEFAULTS["transceiver_200g"].price_usd
     assert lines["cable", "compute", "node-leaf"].item == "dac_200g"  # 200G to a top-of-rack leaf
     assert lines["gpu", "", ""].quantity == 24
-    bad = mini(tmp_path, lambda data: data["fabrics"]["compute"].update(cable_price_usd={"leaf-spin": 55}))
-    with pytest.raises(bom.BomError, match="unknown tier"):
-        bom.bill(bad)
+    with pytest.raises(TopologyError, match="cable_price_usd"):
+        mini(tmp_path, lambda data: data["fabrics"]["compute"].update(cable_price_usd={"leaf-spin": 55}))
 
 
 def test_dragonfly_media(tmp_path):
@@ -469,8 +470,13 @@ def test_write_all_writes_every_file_and_keeps_others(plan, tmp_path):
     assert not list(tmp_path.rglob("*.partial"))
 
 
-def test_write_all_writes_nothing_when_a_renderer_fails(tmp_path):
-    plan = mini(tmp_path, lambda data: data.update(label_prefix="example..io"))
+def test_write_all_writes_nothing_when_a_renderer_fails(tmp_path, monkeypatch):
+    plan = mini(tmp_path, lambda data: data)
+
+    def refuse(_plan):
+        raise k8s_labels.LabelError("refused")
+
+    monkeypatch.setattr(k8s_labels, "labels", refuse)
     out = tmp_path / "out"
     with pytest.raises(k8s_labels.LabelError):
         write_all(plan, out)

@@ -89,7 +89,7 @@ def load(path: str | Path, links: bool = True) -> ClusterPlan:
         try:
             fabrics[name] = generate(topology, name, hosts, links=links)
         except FabricSizeError as exc:
-            problems.append((("fabrics", name, "switch", "radix"), str(exc)))
+            problems.append((("fabrics", name, *exc.field), str(exc)))
     plan_subnets = checks.plan_subnets(topology)
     plan = ClusterPlan(path, topology, hosts, {s.name: s for s in plan_subnets}, fabrics)
     problems.extend(_ipoib_problems(plan))
@@ -135,15 +135,8 @@ def _address_demand(plan: ClusterPlan) -> dict[str, int]:
 
 
 def _location(loc: tuple) -> tuple:
-    # pydantic marks union branches and dict keys with extra parts; keep the field path.
-    return tuple(
-        part
-        for part in loc
-        if not (
-            isinstance(part, str)
-            and (part.startswith(("function-", "[")) or part in ("int", "str", "float", "none", "literal"))
-        )
-    )
+    # pydantic marks validator functions and dict keys with extra parts; keep the field path.
+    return tuple(part for part in loc if not (isinstance(part, str) and part.startswith(("function-", "["))))
 
 
 def _message(error: dict) -> str:

@@ -12,7 +12,12 @@ from clusterforge.topology.model import Fabric, Topology
 
 
 class FabricSizeError(ValueError):
-    """The requested fabric cannot be built with the given switches."""
+    """The requested fabric cannot be built with the given switches; `field` is the part of
+    the fabric's settings to change."""
+
+    def __init__(self, message: str, field: tuple[str, ...] = ("switch", "radix")):
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,10 +323,14 @@ def _dragonfly(plan: FabricPlan, cabled: list[Endpoint]) -> None:
             f"more than the switch radix {radix}"
         )
     if g > a * h + 1:
-        raise FabricSizeError(f"{g} groups cannot all be linked: a*h + 1 = {a * h + 1} at most")
+        raise FabricSizeError(
+            f"{g} groups cannot all be linked: a*h + 1 = {a * h + 1} at most", ("dragonfly", "groups")
+        )
     terminals = sum(len(e.ports) for e in cabled)
     if terminals > p * a * g:
-        raise FabricSizeError(f"{terminals} node ports exceed the dragonfly's p*a*g = {p * a * g} terminals")
+        raise FabricSizeError(
+            f"{terminals} node ports exceed the dragonfly's p*a*g = {p * a * g} terminals", ("dragonfly",)
+        )
     ports = _Ports(radix)
     routers = [[f"{plan.name}-g{group:02d}-r{router:02d}" for router in range(1, a + 1)] for group in range(1, g + 1)]
     for group, names in enumerate(routers, start=1):

@@ -13,8 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=40)]
 HOSTNAME_FIELDS = {"index", "unit", "slot", "site", "role"}
+HOSTNAME_PATTERN = re.compile(r"[a-z][a-z0-9-]*[0-9]")
 ROLES = ("head", "management", "login", "storage", "compute")
 FABRIC_KINDS = ("compute", "storage", "inband", "oob")
+
+
+# Twice the largest clusters built today; they stop runaway sizes before anything is generated.
+MAX_HOSTS = 200_000
+MAX_SWITCHES = 50_000
 
 
 class Strict(BaseModel):
@@ -88,20 +94,32 @@ class Role(Strict):
     @classmethod
     def _hostname_ends_in_index(cls, template: str) -> str:
         try:
-            fields = [(lit, name, spec) for lit, name, spec, _ in string.Formatter().parse(template)]
+            fields = list(string.Formatter().parse(template))
         except ValueError as exc:
             raise ValueError(f"not a valid name template: {exc}") from None
-        names = {name for _, name, _ in fields if name is not None}
+        names = {name for _, name, _, _ in fields if name is not None}
         unknown = names - HOSTNAME_FIELDS
         if unknown:
             raise ValueError(f"unknown field(s) {sorted(unknown)}; allowed: {sorted(HOSTNAME_FIELDS)}")
-        _, last_name, _ = fields[-1]
-        if last_name != "index":
+        if not fields or fields[-1][1] != "index" or fields[-1][3]:
             raise ValueError(
                 "must end in {index} (with an optional format such as {index:03d}) so that hostlist ranges work"
             )
-        if not re.fullmatch(r"[a-z][a-z0-9-]*", fields[0][0] or "x"):
-            raise ValueError("must start with a lower-case letter (hostname rules)")
+        # Try the template: it must make valid, distinct host names (letters, digits, '-').
+        samples = []
+        for index in (1, 12):
+            try:
+                samples.append(template.format(index=index, unit=1, slot=1, site="site", role="compute"))
+            except (ValueError, TypeError, KeyError, IndexError) as exc:
+                raise ValueError(f"cannot be filled in: {exc}") from None
+        for name in samples:
+            if not HOSTNAME_PATTERN.fullmatch(name):
+                raise ValueError(
+                    f"makes {name!r}: expected a host name of lower-case letters, digits and '-' "
+                    "that starts with a letter and ends in the index"
+                )
+        if samples[0] == samples[1]:
+            raise ValueError("makes the same name for different indexes")
         return template
 
     @model_validator(mode="after")
@@ -122,10 +140,17 @@ class SwitchModel(Strict):
 
 
 class Dragonfly(Strict):
-    terminals_per_router: int = Field(ge=1, description="p")
-    routers_per_group: int = Field(ge=1, description="a")
-    global_links_per_router: int = Field(ge=1, description="h")
-    groups: int = Field(ge=2, description="g")
+    terminals_per_router: int = Field(ge=1, le=1024, description="p")
+    routers_per_group: int = Field(ge=1, le=1024, description="a")
+    global_links_per_router: int = Field(ge=1, le=1024, description="h")
+    groups: int = Field(ge=2, le=4096, description="g")
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Dragonfly:
+        routers = self.routers_per_group * self.groups
+        if routers > MAX_SWITCHES:
+            raise ValueError(f"{routers} routers (routers_per_group x groups); at most {MAX_SWITCHES} are supported")
+        return self
 
 
 class Fabric(Strict):
@@ -226,9 +251,6 @@ class AnsibleSettings(Strict):
         if unknown:
             raise ValueError(f"unknown field(s) {sorted(unknown)}; allowed: name, inband, oob, storage")
         return template
-
-
-MAX_HOSTS = 200_000  # twice the largest clusters built today; stops runaway sizes early
 
 
 class Topology(Strict):

@@ -1,0 +1,178 @@
+"""`clusterforge report` and `clusterforge check judge`: validation results on the controller.
+
+    clusterforge report RESULTS_DIR -o OUTDIR
+        turn a run directory of playbooks/validate.yml into report.json, junit.xml and report.html
+    clusterforge check judge KIND FILE [--expect KEY=VALUE ...] [--plan CSV] [--json]
+        parse a saved command output with the node checks' parser and judge it, as the modules do
+
+Wiring (cli.py): ``check_cli.add_parser(commands)`` adds both commands; dispatch
+``if args.command in check_cli.COMMANDS: return check_cli.run(args)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from clusterforge.errors import EXIT_HOSTS_FAILED, EXIT_OK, UsageError
+
+console = Console()
+COMMANDS = ("check", "report")
+
+# KIND -> (parser module, parser function, what it reads)
+KINDS = {
+    "nccl": ("nccl_tests", "parse_nccl_tests", "nccl-tests output (all_reduce_perf, ...)"),
+    "ibstat": ("ibstat", "parse_ibstat", "ibstat"),
+    "ibv_devinfo": ("ibv_devinfo", "parse_ibv_devinfo", "ibv_devinfo [-v]"),
+    "nvidia-smi-q": ("nvidia_smi", "parse_query", "nvidia-smi -q or -q -x"),
+    "nvidia-smi-topo": ("nvidia_topo", "parse_topo_matrix", "nvidia-smi topo -m"),
+    "ibnetdiscover": ("ibnetdiscover", "parse_ibnetdiscover_ports", "ibnetdiscover -p"),
+    "dcgmi": ("dcgmi", "parse_dcgmi_diag", "dcgmi diag -r N"),
+}
+# Expectation values kept as text: versions ("12.10" is not 12.1) and names.
+TEXT_KEYS = {"driver_version", "cuda_version", "product_name", "firmware", "speed", "width", "link_layer"}
+LIST_KEYS = {"devices", "required_tests"}
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    report = subparsers.add_parser("report", help="JSON, JUnit XML and HTML from a validation run's results")
+    report.add_argument("results", metavar="RESULTS_DIR", help="a run directory of playbooks/validate.yml")
+    report.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="directory to write to")
+    check = subparsers.add_parser("check", help="judge saved command outputs as the node checks do")
+    commands = check.add_subparsers(dest="check_command", required=True, parser_class=type(check))
+    judge = commands.add_parser("judge", help="parse FILE as KIND output and judge it against --expect")
+    judge.add_argument("kind", choices=sorted(KINDS), metavar="KIND", help=", ".join(sorted(KINDS)))
+    judge.add_argument("file", metavar="FILE", help="the saved output ('-' for standard input)")
+    judge.add_argument(
+        "--expect",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="expectation (repeatable), e.g. gpu_count=8, nvlink_generation=4, rate=400, devices=mlx5_0,mlx5_1",
+    )
+    judge.add_argument("--plan", metavar="CSV", help="ibnetdiscover: the cabling plan (cabling/cabling.csv)")
+    judge.add_argument("--fabric", help="ibnetdiscover: the plan's fabric to judge")
+    judge.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    return check
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.command == "report":
+        return _report(args)
+    return _judge(args)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from clusterforge.validation.report import load_run, write_report
+
+    run_ = load_run(args.results)
+    written = write_report(run_, args.output)
+    for path in written.values():
+        console.print(str(path), highlight=False, soft_wrap=True)
+    console.print(f"run {run_.run_id}: {run_.status} ({len(run_.nodes)} nodes)", highlight=False)
+    return EXIT_OK
+
+
+def parse_expectations(pairs: list[str]) -> dict[str, Any]:
+    """KEY=VALUE pairs: JSON values (numbers, true/false, lists), text for versions and names,
+    comma lists for devices/required_tests."""
+    expected: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--expect {pair!r}: expected KEY=VALUE")
+        if key in TEXT_KEYS:
+            expected[key] = value
+        elif key in LIST_KEYS and not value.startswith("["):
+            expected[key] = [item.strip() for item in value.split(",") if item.strip()]
+        else:
+            try:
+                expected[key] = json.loads(value)
+            except json.JSONDecodeError:
+                expected[key] = value
+    return expected
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def judge_text(kind: str, text: str, expected: dict[str, Any], source: str = "") -> list:
+    """Parse and judge with the modules' own code; ParseError becomes UsageError."""
+    from clusterforge.validation.judges import load
+
+    checks = load("checks")
+    module_name, function, _ = KINDS[kind]
+    parse = getattr(load(module_name), function)
+    try:
+        parsed = parse(text, source=source or kind)
+    except checks.ParseError as exc:
+        raise UsageError(f"not {KINDS[kind][2]} output: {exc}") from None
+    if kind == "nccl":
+        return load("nccl_judge").judge_nccl(parsed, expected)
+    if kind in ("ibstat", "ibv_devinfo"):
+        ib = load("ib_judge")
+        convert = ib.ports_from_ibstat if kind == "ibstat" else ib.ports_from_ibv_devinfo
+        return ib.judge_ib_ports(convert(parsed), expected)
+    if kind == "nvidia-smi-q":
+        return load("gpu_judge").judge_gpus(parsed, expected)
+    if kind == "nvidia-smi-topo":
+        return [load("gpu_judge").judge_nvlinks(parsed, expected)]
+    if kind == "ibnetdiscover":
+        return load("cabling_judge").judge_cabling(parsed, expected)
+    return load("gpu_judge").judge_dcgmi(parsed, expected)
+
+
+def _plan_links(path: str, fabric: str | None) -> tuple[list, str | None]:
+    """The planned links of a cabling CSV and its speed name, read as cabling_check reads them."""
+    from clusterforge.validation.judges import load
+
+    plan = load("cabling_plan")
+    try:
+        links, speeds = plan.plan_links(_read(path), fabric, source=path)
+    except plan.CablingPlanError as exc:
+        raise UsageError(str(exc)) from None
+    return links, plan.speed_name(speeds)
+
+
+def _judge(args: argparse.Namespace) -> int:
+    expected = parse_expectations(args.expect)
+    if args.kind == "ibnetdiscover" and args.plan:
+        links, speed = _plan_links(args.plan, args.fabric)
+        expected.setdefault("links", links)
+        if speed:
+            expected.setdefault("speed", speed)
+    results = judge_text(args.kind, _read(args.file), expected, source=str(Path(args.file).name))
+    from clusterforge.validation.judges import load
+
+    status = load("checks").overall(results)
+    if args.json:
+        document = {"kind": args.kind, "file": args.file, "status": status, "checks": [r.as_dict() for r in results]}
+        sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+    else:
+        table = Table(title=f"{args.kind}: {args.file}")
+        for column in ("check", "status", "measured", "expected", "message"):
+            table.add_column(column, overflow="fold")
+        for r in results:
+            table.add_row(r.check, r.status, _short(r.measured), _short(r.expected), r.message)
+        console.print(table)
+        console.print(f"status: {status}", highlight=False)
+    return EXIT_HOSTS_FAILED if status == "fail" else EXIT_OK
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,424 @@
+"""Reports of a validation run: one JSON document, JUnit XML and a self-contained HTML page.
+
+Input: the run directory playbooks/validate.yml writes on the controller,
+
+    <report dir>/<run id>/<host>.json   {"schema": "clusterforge.validation.host/1", "host": ...,
+                                         "results": [{"module": "gpu_check", "status": ...,
+                                                      "checks": [{check, status, measured,
+                                                                  expected, message}], ...}]}
+    <report dir>/<run id>/_run.json     the NCCL pairs, failed pairs, bisection runs and verdict
+
+A node's verdict is the worst of its checks (all skipped stays skipped, never pass). A failed
+pair run is counted against the node that led it unless the bisection cleared that node; the
+culprits it named failed their own runs and so fail anyway. A module run that returned no
+verdict (it crashed) counts as a failed check ``<module>.error``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from clusterforge.errors import UsageError
+
+HOST_SCHEMA = "clusterforge.validation.host/1"
+RUN_SCHEMA = "clusterforge.validation.run/1"
+REPORT_SCHEMA = "clusterforge.validation.report/1"
+STATUSES = ("fail", "warn", "pass", "skipped")
+_SEVERITY = {"fail": 3, "warn": 2, "pass": 1, "skipped": 0}
+COLOURS = {"pass": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828", "skipped": "#757575"}
+
+
+def worst(statuses) -> str:
+    return max(statuses, key=lambda s: _SEVERITY.get(s, 3), default="skipped")
+
+
+@dataclass
+class Check:
+    host: str
+    module: str
+    check: str
+    status: str
+    measured: Any
+    expected: Any
+    message: str
+    scope: str | None = None  # node, pair or probe for NCCL runs
+    counted: bool = True  # False: a pair failure of a node the bisection cleared
+
+
+@dataclass
+class Bandwidth:
+    """One NCCL run's bus bandwidth against its reference, for the chart."""
+
+    host: str
+    label: str
+    scope: str
+    hosts: list[str]
+    measured: float
+    reference: float | None
+    floor: float | None
+    status: str
+
+
+@dataclass
+class Node:
+    host: str
+    node_type: str | None
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return worst(c.status for c in self.checks if c.counted)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATUSES, 0)
+        for check in self.checks:
+            counts[check.status] = counts.get(check.status, 0) + 1
+        return counts
+
+
+@dataclass
+class Run:
+    run_id: str
+    source: str
+    nodes: list[Node]
+    bandwidth: list[Bandwidth]
+    run: dict[str, Any]
+
+    @property
+    def status(self) -> str:
+        return worst(node.status for node in self.nodes)
+
+    @property
+    def verdict(self) -> dict[str, Any]:
+        return self.run.get("verdict") or {}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: expected a JSON object")
+    return data
+
+
+def _checks_of(host: str, record: dict[str, Any], cleared: set[str]) -> list[Check]:
+    module = str(record.get("module") or "unknown")
+    scope = record.get("scope")
+    counted = not (scope == "pair" and host in cleared)
+    if "error" in record or not isinstance(record.get("checks"), list):
+        message = str(record.get("error") or record.get("msg") or "the module returned no verdict")
+        return [Check(host, module, f"{module}.error", "fail", None, None, message, scope, counted)]
+    found = []
+    for item in record["checks"]:
+        status = item.get("status")
+        if status not in _SEVERITY:
+            status = "fail"
+        found.append(
+            Check(
+                host,
+                module,
+                str(item.get("check")),
+                status,
+                item.get("measured"),
+                item.get("expected"),
+                str(item.get("message") or ""),
+                scope,
+                counted,
+            )
+        )
+    return found
+
+
+def _bandwidth_of(host: str, record: dict[str, Any]) -> Bandwidth | None:
+    busbw = record.get("busbw")
+    if record.get("module") != "nccl_check" or not isinstance(busbw, dict) or busbw.get("measured") is None:
+        return None
+    busbw_check = next((c for c in record.get("checks") or () if str(c.get("check", "")).endswith(".busbw")), None)
+    return Bandwidth(
+        host=host,
+        label=str(record.get("label") or "nccl"),
+        scope=str(record.get("scope") or "node"),
+        hosts=list(record.get("hosts") or [host]),
+        measured=float(busbw["measured"]),
+        reference=busbw.get("reference"),
+        floor=busbw.get("floor"),
+        status=busbw_check.get("status", "skipped") if busbw_check else "skipped",
+    )
+
+
+def load_run(results_dir: str | Path) -> Run:
+    """Read a run directory; UsageError names the file and what was expected."""
+    directory = Path(results_dir)
+    if not directory.is_dir():
+        raise UsageError(f"results directory not found: {directory}")
+    run_file = directory / "_run.json"
+    run = _read_json(run_file) if run_file.is_file() else {}
+    cleared = set((run.get("verdict") or {}).get("cleared") or ())
+    files = sorted(p for p in directory.glob("*.json") if not p.name.startswith("_"))
+    if not files:
+        raise UsageError(f"{directory}: no <host>.json results (expected the output of playbooks/validate.yml)")
+    nodes, bandwidth = [], []
+    run_ids = set()
+    for path in files:
+        data = _read_json(path)
+        if data.get("schema") != HOST_SCHEMA:
+            raise UsageError(f"{path}: schema {data.get('schema')!r}, expected {HOST_SCHEMA!r}")
+        host = str(data.get("host") or path.stem)
+        results = data.get("results")
+        if not isinstance(results, list):
+            raise UsageError(f"{path}: 'results' must be a list of module results")
+        node = Node(host, data.get("node_type"))
+        for record in results:
+            if not isinstance(record, dict):
+                raise UsageError(f"{path}: a result is not an object: {record!r}")
+            node.checks.extend(_checks_of(host, record, cleared))
+            point = _bandwidth_of(host, record)
+            if point is not None:
+                bandwidth.append(point)
+        nodes.append(node)
+        if data.get("run_id"):
+            run_ids.add(str(data["run_id"]))
+    run_id = str(run.get("run_id") or (sorted(run_ids)[0] if run_ids else directory.name))
+    return Run(run_id, str(directory), nodes, bandwidth, run)
+
+
+# --- JSON ---------------------------------------------------------------------------------------
+
+
+def run_document(run: Run) -> dict[str, Any]:
+    totals = dict.fromkeys(STATUSES, 0)
+    for node in run.nodes:
+        for status, count in node.counts.items():
+            totals[status] = totals.get(status, 0) + count
+    node_totals = dict.fromkeys(STATUSES, 0)
+    for node in run.nodes:
+        node_totals[node.status] += 1
+    return {
+        "schema": REPORT_SCHEMA,
+        "run_id": run.run_id,
+        "generated": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "source": run.source,
+        "status": run.status,
+        "summary": {"nodes": len(run.nodes), "nodes_by_status": node_totals, "checks_by_status": totals},
+        "nodes": [
+            {
+                "host": node.host,
+                "node_type": node.node_type,
+                "status": node.status,
+                "counts": node.counts,
+                "checks": [{k: v for k, v in asdict(check).items() if k != "host"} for check in node.checks],
+            }
+            for node in run.nodes
+        ],
+        "bandwidth": [asdict(point) for point in run.bandwidth],
+        "pairs": run.run.get("pairs") or {},
+        "failed_pairs": run.run.get("failed_pairs") or [],
+        "verdict": run.verdict,
+    }
+
+
+# --- JUnit XML ----------------------------------------------------------------------------------
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def junit_xml(run: Run) -> str:
+    """One test suite per node, one test case per check: fail -> <failure>, skipped -> <skipped>,
+    warn passes with its message in <system-out>."""
+    suites = ET.Element("testsuites", name=f"clusterforge validation {run.run_id}")
+    all_tests = all_failures = all_skipped = 0
+    for node in run.nodes:
+        suite = ET.SubElement(suites, "testsuite", name=node.host)
+        tests = failures = skipped = 0
+        for check in node.checks:
+            case = ET.SubElement(suite, "testcase", classname=f"{node.host}.{check.module}", name=check.check)
+            case.set("time", "0")
+            tests += 1
+            detail = f"measured: {_text(check.measured)}\nexpected: {_text(check.expected)}\n{check.message}"
+            if check.status == "fail" and check.counted:
+                failures += 1
+                failure = ET.SubElement(case, "failure", message=check.message[:500], type="fail")
+                failure.text = detail
+            elif check.status == "skipped":
+                skipped += 1
+                ET.SubElement(case, "skipped", message=check.message[:500])
+            else:
+                out = ET.SubElement(case, "system-out")
+                prefix = "cleared by bisection: " if check.status == "fail" else f"{check.status.upper()}: "
+                out.text = prefix + detail
+        suite.set("tests", str(tests))
+        suite.set("failures", str(failures))
+        suite.set("errors", "0")
+        suite.set("skipped", str(skipped))
+        suite.set("time", "0")
+        all_tests, all_failures, all_skipped = all_tests + tests, all_failures + failures, all_skipped + skipped
+    suites.set("tests", str(all_tests))
+    suites.set("failures", str(all_failures))
+    suites.set("errors", "0")
+    suites.set("skipped", str(all_skipped))
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+# --- HTML ---------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem;color:#212121}
+h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}
+table{border-collapse:collapse;margin:.5rem 0}th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;
+vertical-align:top;font-size:.9rem}th{background:#f5f5f5}
+.status{font-weight:600;color:#fff;border-radius:3px;padding:0 .4rem}
+.pass{background:#2e7d32}.warn{background:#ef6c00}.fail{background:#c62828}.skipped{background:#757575}
+td.msg{max-width:60rem;word-break:break-word}details{margin:.4rem 0}summary{cursor:pointer}
+"""
+
+
+def _badge(status: str) -> str:
+    return f'<span class="status {html.escape(status)}">{html.escape(status)}</span>'
+
+
+def bandwidth_svg(points: list[Bandwidth], width: int = 860) -> str:
+    """Horizontal bars of measured bus bandwidth per node/pair run, with the floor (dashed) and
+    the reference (solid) each run was judged against."""
+    if not points:
+        return (
+            '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="30" role="img">'
+            '<text x="4" y="20">no NCCL bandwidth measured</text></svg>'
+        )
+    label_w, right, row, top = 300, 90, 24, 28
+    scale_max = max(max(p.measured, p.reference or 0.0, p.floor or 0.0) for p in points) * 1.05 or 1.0
+    plot_w = width - label_w - right
+    height = top + row * len(points) + 24
+
+    def x(value: float) -> float:
+        return label_w + plot_w * value / scale_max
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="NCCL bus bandwidth against expectation" font-family="sans-serif" font-size="12">',
+        "<title>NCCL bus bandwidth (GB/s) per run: bar measured, dashed line floor, solid line reference</title>",
+        f'<text x="{label_w}" y="16">GB/s (bar: measured; dashed: floor; solid: reference)</text>',
+    ]
+    for tick in range(0, 5):
+        value = scale_max * tick / 4
+        parts.append(
+            f'<line x1="{x(value):.1f}" y1="{top - 4}" x2="{x(value):.1f}" y2="{height - 20}" stroke="#eee"/>'
+            f'<text x="{x(value):.1f}" y="{height - 6}" text-anchor="middle" fill="#666">{value:.0f}</text>'
+        )
+    for index, point in enumerate(points):
+        y = top + index * row
+        name = point.host if point.scope == "node" else "+".join(point.hosts)
+        label = f"{name} {point.label.split(':')[0]} ({point.scope})"
+        colour = COLOURS.get(point.status, "#757575")
+        parts.append(
+            f'<g class="bar {html.escape(point.status)}"><title>{html.escape(label)}: {point.measured:.1f} GB/s'
+            + (f", floor {point.floor:.1f}, reference {point.reference:.1f}" if point.reference is not None else "")
+            + f" ({html.escape(point.status)})</title>"
+            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">{html.escape(label)}</text>'
+            f'<rect x="{label_w}" y="{y + 4}" width="{max(x(point.measured) - label_w, 1):.1f}" height="{row - 8}" '
+            f'fill="{colour}"/>'
+            f'<text x="{x(point.measured) + 4:.1f}" y="{y + 15}">{point.measured:.1f}</text>'
+        )
+        if point.floor is not None:
+            parts.append(
+                f'<line x1="{x(point.floor):.1f}" y1="{y + 1}" x2="{x(point.floor):.1f}" y2="{y + row - 1}" '
+                'stroke="#000" stroke-width="2" stroke-dasharray="3,2"/>'
+            )
+        if point.reference is not None:
+            parts.append(
+                f'<line x1="{x(point.reference):.1f}" y1="{y + 1}" x2="{x(point.reference):.1f}" '
+                f'y2="{y + row - 1}" stroke="#000" stroke-width="2"/>'
+            )
+        parts.append("</g>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def html_page(run: Run) -> str:
+    doc = run_document(run)
+    summary = doc["summary"]
+    esc = html.escape
+    rows = []
+    for node in run.nodes:
+        bad = [c for c in node.checks if c.status in ("fail", "warn") and c.counted]
+        notes = "<br>".join(f"{_badge(c.status)} {esc(c.check)}: {esc(c.message[:300])}" for c in bad[:6])
+        if not bad:
+            skipped = [c for c in node.checks if c.status == "skipped"]
+            notes = esc("; ".join(sorted({c.message for c in skipped}))[:300]) if node.status == "skipped" else ""
+        counts = node.counts
+        rows.append(
+            f'<tr class="node {esc(node.status)}" id="node-{esc(node.host)}"><td>{esc(node.host)}</td>'
+            f"<td>{esc(node.node_type or '')}</td><td>{_badge(node.status)}</td>"
+            + "".join(f"<td>{counts[s]}</td>" for s in ("pass", "warn", "fail", "skipped"))
+            + f'<td class="msg">{notes}</td></tr>'
+        )
+    details = []
+    for node in run.nodes:
+        lines = "".join(
+            f"<tr><td>{esc(c.module)}</td><td>{esc(c.check)}</td><td>{_badge(c.status)}"
+            + ("" if c.counted else " (cleared)")
+            + f'</td><td class="msg">{esc(_text(c.measured))[:400]}</td>'
+            f'<td class="msg">{esc(_text(c.expected))[:200]}</td>'
+            f'<td class="msg">{esc(c.message)}</td></tr>'
+            for c in node.checks
+        )
+        details.append(
+            f"<details><summary>{esc(node.host)} {_badge(node.status)}</summary><table><tr><th>module</th>"
+            f"<th>check</th><th>status</th><th>measured</th><th>expected</th><th>message</th></tr>{lines}</table></details>"
+        )
+    verdict = run.verdict
+    failed_pairs = doc["failed_pairs"]
+    bisection = "<p>No NCCL pair failed.</p>"
+    if failed_pairs:
+        bisection = (
+            "<ul>"
+            f"<li>failed pairs: {esc(', '.join('+'.join(p) for p in failed_pairs))}</li>"
+            f"<li>culprits: {esc(', '.join(verdict.get('culprits') or []) or 'none named')}</li>"
+            f"<li>cleared: {esc(', '.join(verdict.get('cleared') or []) or 'none')}</li>"
+            f"<li>failed between cleared nodes (cable or switch path): "
+            f"{esc(', '.join('+'.join(g) for g in verdict.get('unresolved') or []) or 'none')}</li>"
+            f"<li>not probed (no good node): {esc(', '.join(verdict.get('untested') or []) or 'none')}</li></ul>"
+        )
+    by_status = ", ".join(f"{n} {s}" for s, n in summary["nodes_by_status"].items() if n)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>clusterforge validation {esc(run.run_id)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>clusterforge validation {esc(run.run_id)} {_badge(run.status)}</h1>"
+        f"<p>{summary['nodes']} nodes: {esc(by_status)}. Generated {esc(doc['generated'])} from {esc(run.source)}.</p>"
+        '<h2>Nodes</h2><table id="nodes"><tr><th>host</th><th>node type</th><th>status</th><th>pass</th>'
+        f"<th>warn</th><th>fail</th><th>skipped</th><th>failing or warning checks</th></tr>{''.join(rows)}</table>"
+        f'<h2>NCCL bus bandwidth</h2><div id="bandwidth">{bandwidth_svg(run.bandwidth)}</div>'
+        f"<h2>NCCL pairs and bisection</h2>{bisection}"
+        f"<h2>Checks per node</h2>{''.join(details)}</body></html>\n"
+    )
+
+
+def write_report(run: Run, outdir: str | Path) -> dict[str, Path]:
+    """report.json, junit.xml and report.html in outdir (created)."""
+    out = Path(outdir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        written = {
+            "json": out / "report.json",
+            "junit": out / "junit.xml",
+            "html": out / "report.html",
+        }
+        written["json"].write_text(json.dumps(run_document(run), indent=2, default=str) + "\n", encoding="utf-8")
+        written["junit"].write_text(junit_xml(run), encoding="utf-8")
+        written["html"].write_text(html_page(run), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
+    return written
