@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from clusterforge import __version__, run_cli, topology_cli
+from clusterforge import __version__, check_cli, run_cli, topology_cli
 from clusterforge.errors import EXIT_INTERRUPTED, EXIT_USAGE, ClusterforgeError, UsageError
 from clusterforge.lab import spec
 from clusterforge.lab.image import BUILDERS
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     topology_cli.add_parser(commands)
 
     run_cli.add_parser(commands)
+    check_cli.add_parser(commands)
     return parser
 
 
@@ -80,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
             return _lab(args)
         if args.command == "topology":
             return topology_cli.run(args)
+        if args.command in check_cli.COMMANDS:
+            return check_cli.run(args)
         return run_cli.run(args)
     except ClusterforgeError as exc:
         err_console.print(f"[bold red]clusterforge: error:[/] {exc}", highlight=False, soft_wrap=True)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 
 import pytest
 
 from clusterforge import errors
-from tests.integration.conftest import clusterforge
+from tests.integration.conftest import TEST_LAB, clusterforge
+
+PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
 
 pytestmark = pytest.mark.lab
 
@@ -49,3 +53,69 @@ def test_a_failed_batch_leaves_the_rest_untouched(lab):
     assert list(summary["hosts"]) == ["head01"], "node01 must not have been touched"
     failure = summary["hosts"]["head01"]["failed_tasks"][0]
     assert failure["task"] == "Validate the role's inputs"
+
+
+def _slurm(docker_client, command: list[str]) -> str:
+    result = docker_client.containers.get(f"clusterforge-{TEST_LAB}-node01").exec_run(command)
+    assert result.exit_code == 0, result.output.decode(errors="replace")
+    return result.output.decode()
+
+
+def test_the_roll_drains_a_slurm_node_and_waits_for_its_job(lab, docker_client):
+    """A real one-node Slurm: the roll drains node01, waits until its running job ends,
+    updates it and returns it to service; the job is not killed."""
+    clusterforge(
+        "run",
+        str(PLAYBOOKS / "slurm_single_node.yml"),
+        "-i",
+        str(lab["inventory"]),
+        "--limit",
+        "node01",
+        env=lab["env"],
+    )
+    job = _slurm(docker_client, ["sbatch", "--parsable", "--wrap", "sleep 20"]).strip()
+    _wait_for(lambda: "RUNNING" in _slurm(docker_client, ["scontrol", "show", "job", job]))
+    started = time.monotonic()
+    done = clusterforge(
+        "run",
+        "rolling-update",
+        "-i",
+        str(lab["inventory"]),
+        "--stage",
+        "base",
+        "--limit",
+        "node01",
+        "-e",
+        "node_drain_slurm=true",
+        "--json",
+        env=lab["env"],
+        check=False,
+    )
+    assert done.returncode == errors.EXIT_OK, done.stdout[-3000:] + done.stderr
+    assert time.monotonic() - started >= 10, "the roll must wait for the running job"
+    assert "JobState=COMPLETED" in _slurm(docker_client, ["scontrol", "show", "job", job])
+    node = _slurm(docker_client, ["scontrol", "show", "node", "node01"])
+    assert "State=IDLE " in node and "DRAIN" not in node, node
+    events = _events(lab, "Mark the node for draining in Slurm")
+    assert [e["event"] for e in events] == ["runner_on_ok"] and events[0]["event_data"]["res"]["changed"]
+
+
+def _events(lab, task: str) -> list[dict]:
+    """The newest run's events for one task, from ansible-runner's artifacts."""
+    runs = Path(lab["env"]["CLUSTERFORGE_STATE_DIR"]) / "runs"
+    newest = max(runs.iterdir(), key=lambda path: path.stat().st_mtime)
+    found = []
+    for path in sorted(newest.glob("artifacts/*/job_events/*.json")):
+        event = json.loads(path.read_text())
+        outcome = event.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped")
+        if outcome and event["event_data"].get("task") == task:
+            found.append(event)
+    return found
+
+
+def _wait_for(condition, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail("condition not met in time")
+        time.sleep(1)

@@ -302,10 +302,7 @@ CRASHES = {
 
 @pytest.mark.parametrize(
     ("text", "crash"),
-    [
-        pytest.param(text, crash)
-        for text, crash in CRASHES.values()
-    ],
+    [pytest.param(text, crash) for text, crash in CRASHES.values()],
     ids=CRASHES.keys(),
 )
 def test_crash_regressions(tmp_path, text, crash):

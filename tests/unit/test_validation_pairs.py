@@ -278,7 +278,13 @@ def test_records_trim_registered_results(filters):
     }
     assert records(looped, "nccl_check", scope="node") == [
         {"module": "nccl_check", "scope": "node", "status": "pass", "checks": [], "label": "all_reduce"},
-        {"module": "nccl_check", "scope": "node", "status": "fail", "msg": "MODULE FAILURE: boom", "error": "MODULE FAILURE: boom"},
+        {
+            "module": "nccl_check",
+            "scope": "node",
+            "status": "fail",
+            "msg": "MODULE FAILURE: boom",
+            "error": "MODULE FAILURE: boom",
+        },
     ]
     assert records({"skipped": True}, "cabling_check") == []
     assert records(None, "gpu_check") == []

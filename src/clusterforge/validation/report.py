@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -290,6 +291,14 @@ def _badge(status: str) -> str:
     return f'<span class="status {html.escape(status)}">{html.escape(status)}</span>'
 
 
+def _ticks(top: float) -> list[float]:
+    """Round axis values from 0 to top: steps of 1, 2 or 5 times a power of ten, about five of them."""
+    raw = top / 5
+    power = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    return [round(i * step, 9) for i in range(int(top // step) + 1)]
+
+
 def bandwidth_svg(points: list[Bandwidth], width: int = 860) -> str:
     """Horizontal bars of measured bus bandwidth per node/pair run, with the floor (dashed) and
     the reference (solid) each run was judged against."""
@@ -312,11 +321,10 @@ def bandwidth_svg(points: list[Bandwidth], width: int = 860) -> str:
         "<title>NCCL bus bandwidth (GB/s) per run: bar measured, dashed line floor, solid line reference</title>",
         f'<text x="{label_w}" y="16">GB/s (bar: measured; dashed: floor; solid: reference)</text>',
     ]
-    for tick in range(0, 5):
-        value = scale_max * tick / 4
+    for value in _ticks(scale_max):
         parts.append(
             f'<line x1="{x(value):.1f}" y1="{top - 4}" x2="{x(value):.1f}" y2="{height - 20}" stroke="#eee"/>'
-            f'<text x="{x(value):.1f}" y="{height - 6}" text-anchor="middle" fill="#666">{value:.0f}</text>'
+            f'<text x="{x(value):.1f}" y="{height - 6}" text-anchor="middle" fill="#666">{value:g}</text>'
         )
     for index, point in enumerate(points):
         y = top + index * row

@@ -189,3 +189,12 @@ def test_replay_option_names_files_per_command(node, run, tmp_path):
     done = run("gpu_check", {"replay": {"nvidia-smi -q -x": str(recording)}, "expected_gpus": 1})
     assert done.status("gpu.count") == "pass"
     assert done.result["gpus"]["products"] == ["Tesla T4"]
+
+
+def test_hung_nvidia_smi_is_stopped_and_fails(node, run, gpu_pci):
+    node.programs = {"nvidia-smi", "timeout"}
+    node.outputs = {"timeout": (124, "", "")}
+    done = run("gpu_check", {"timeout": 30, "pci_root": str(gpu_pci)})
+    assert done.failed
+    assert node.calls[0][:4] == ["/usr/bin/timeout", "--kill-after=10", "30", "/usr/bin/nvidia-smi"]
+    assert "timed out after 30 s" in done.checks["gpu.driver"]["message"]

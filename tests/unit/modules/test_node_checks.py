@@ -21,7 +21,9 @@ def test_replay_lookup_order(tmp_path):
     (tmp_path / "b.txt").write_text("b")
     (tmp_path / "c.txt").write_text("c")
     (tmp_path / "tree").mkdir()
-    tools = node_checks.Tools(None, {"x": ("a.txt", "b.txt"), "t": ("tree",)}, str(tmp_path), {"y": str(tmp_path / "c.txt")})
+    tools = node_checks.Tools(
+        None, {"x": ("a.txt", "b.txt"), "t": ("tree",)}, str(tmp_path), {"y": str(tmp_path / "c.txt")}
+    )
     assert tools.replaying
     assert tools.recording("x") == str(tmp_path / "b.txt")
     assert tools.recording("y") == str(tmp_path / "c.txt")  # replay: {key: path} needs no replay_dir name
@@ -44,6 +46,17 @@ def test_live_run_resolves_the_program_first():
     assert tools.run("tool", ["tool", "-v"]) == node_checks.Outcome(0, "out", "", ["/opt/bin/tool", "-v"], "live")
     assert tools.run("other", ["other"]) is None
     assert calls == [["/opt/bin/tool", "-v"]]
+
+
+def test_live_runs_are_bounded_by_timeout_when_it_exists():
+    calls = []
+    module = SimpleNamespace(
+        get_bin_path=lambda name, required=False, opt_dirs=None: f"/usr/bin/{name}",
+        run_command=lambda argv: calls.append(argv) or (124, "", ""),
+    )
+    outcome = node_checks.Tools(module, {}, timeout=30).run("nvidia-smi -q", ["nvidia-smi", "-q"])
+    assert calls == [["/usr/bin/timeout", "--kill-after=10", "30", "/usr/bin/nvidia-smi", "-q"]]
+    assert outcome.rc == 124 and outcome.stderr.startswith("nvidia-smi timed out after 30 s")
 
 
 def test_payload_and_failure_message():

@@ -1,0 +1,185 @@
+# Copyright: clusterforge contributors
+# Apache License 2.0
+"""Filters of the validation playbook: NCCL pairs from the topology, the bisection step, the cabling plan.
+
+The logic is in clusterforge.validation (pure functions with unit tests); these are thin adapters.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from ansible.errors import AnsibleFilterError
+
+DOCUMENTATION = r"""
+name: clusterforge_validation_plan
+short_description: What the validation playbook derives from the topology
+description:
+  - Loads the topology file once per process and returns the NCCL fabric, the GPU hosts (limited
+    to O(hosts)), their leaves and pods on it, the NCCL node pairs in rounds (pairs span leaves,
+    spines and pods where the fabric allows; see clusterforge.validation.pairs) and the host and
+    fabric for the cabling check.
+  - "Sibling filters in this file: C(clusterforge_validation_node) (a host's expectations:
+    gpus, gpu_model, nvlink_generation, nvswitch, hca_rates, link_layers, rails, nic_rate_gbps),
+    C(clusterforge_validation_led_by) (the pair of a round this host leads, or none),
+    C(clusterforge_validation_probes) (bisection runs: each node of a failed pair with a good
+    node), C(clusterforge_validation_culprits) (culprits, cleared, unresolved, untested) and
+    C(clusterforge_cabling_csv) (the cabling plan CSV, as C(clusterforge topology render) writes it)
+    and C(clusterforge_validation_records) (a registered check result trimmed for the report)."
+positional: _input, hosts
+options:
+  _input:
+    description: Path of the topology file (clusterforge_topology_file).
+    type: path
+    required: true
+  hosts:
+    description: Hosts to plan for (for example ansible_play_hosts); default every host.
+    type: list
+    elements: str
+"""
+
+EXAMPLES = r"""
+- name: Plan the NCCL pairs among the reachable hosts
+  ansible.builtin.set_fact:
+    __plan: "{{ clusterforge_topology_file | clusterforge_validation_plan(ansible_play_hosts) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: nccl_fabric, gpu_hosts, placements, pairs (rounds, pairs, crossings, unpaired), cabling (host, fabric).
+  type: dict
+"""
+
+
+def _import():
+    try:
+        from clusterforge.topology import TopologyError, load
+        from clusterforge.validation import pairs, plan
+    except ImportError as exc:
+        raise AnsibleFilterError(f"the clusterforge validation filters need the clusterforge package: {exc}") from None
+    return TopologyError, load, pairs, plan
+
+
+@lru_cache(maxsize=4)
+def _plan(path: str, mtime: float, links: bool):
+    topology_error, load, _, _ = _import()
+    try:
+        return load(path, links=links)
+    except topology_error as exc:
+        raise AnsibleFilterError(f"clusterforge validation: {exc}") from None
+
+
+def _load(topology_file, links: bool = False):
+    try:
+        mtime = os.path.getmtime(topology_file)
+    except (OSError, TypeError) as exc:
+        raise AnsibleFilterError(
+            f"clusterforge validation: cannot read the topology file {topology_file!r}: {exc}"
+        ) from None
+    return _plan(str(topology_file), mtime, links)
+
+
+def validation_plan(topology_file, hosts=None):
+    _, _, _, plan = _import()
+    return plan.validation_plan(_load(topology_file), list(hosts) if hosts is not None else None)
+
+
+def validation_node(topology_file, host):
+    _, _, _, plan = _import()
+    cluster = _load(topology_file)
+    if not any(h.name == host for h in cluster.hosts):
+        raise AnsibleFilterError(f"clusterforge_validation_node: {host} is not in {topology_file}")
+    return plan.node_expectations(cluster, host)
+
+
+def led_by(round_pairs, host):
+    """The pair of this round whose first node is `host`, or None."""
+    for pair in round_pairs or ():
+        if pair and pair[0] == host:
+            return list(pair)
+    return None
+
+
+def probe_rounds(failed_pairs, good_hosts, topology_file=None):
+    _, _, pairs, plan = _import()
+    placements = {}
+    if topology_file:
+        placements = {p.host: p for p in plan.placements(_load(topology_file))}
+    rounds = pairs.probes([tuple(p) for p in failed_pairs or ()], list(good_hosts or ()), placements)
+    return [[list(pair) for pair in round_] for round_ in rounds]
+
+
+def culprits(failed_pairs, probe_results):
+    """probe_results: {suspect: passed}, or the nccl_check records of the probe runs (the suspect
+    leads its run, so it is the first of the record's hosts; all its runs must pass)."""
+    _, _, pairs, _ = _import()
+    if isinstance(probe_results, dict):
+        results = {str(host): bool(passed) for host, passed in probe_results.items()}
+    else:
+        results = {}
+        for record in probe_results or ():
+            hosts = record.get("hosts") or []
+            if hosts:
+                ok = record.get("status") != "fail"
+                results[hosts[0]] = results.get(hosts[0], True) and ok
+    return pairs.culprits([tuple(p) for p in failed_pairs or ()], results).as_dict()
+
+
+RECORD_KEYS = (
+    "status",
+    "checks",
+    "counts",
+    "label",
+    "hosts",
+    "busbw",
+    "bandwidth_gbps",
+    "device",
+    "source",
+    "notes",
+    "msg",
+    "rc",
+    "gpus",
+    "ports",
+)
+
+
+def records(registered, module, **extra):
+    """A registered check result (or a looped one) trimmed to what the report needs, one record per
+    module run; tasks skipped by their condition leave no record. A run that crashed before judging
+    anything (no status) becomes status fail with its message."""
+    if not registered:
+        return []
+    items = registered.get("results") if isinstance(registered, dict) and "results" in registered else [registered]
+    found = []
+    for item in items:
+        if not isinstance(item, dict) or (item.get("skipped") and "checks" not in item):
+            continue
+        record = {"module": module, **extra}
+        record.update({key: item[key] for key in RECORD_KEYS if key in item})
+        if "status" not in record:
+            record["status"] = "fail"
+            record["error"] = item.get("msg") or "the module returned no verdict"
+        found.append(record)
+    return found
+
+
+def cabling_csv(topology_file):
+    try:
+        from clusterforge.topology.render.cabling import cabling_csv as render
+    except ImportError as exc:
+        raise AnsibleFilterError(f"clusterforge_cabling_csv needs the clusterforge package: {exc}") from None
+    return render(_load(topology_file, links=True))
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "clusterforge_validation_plan": validation_plan,
+            "clusterforge_validation_node": validation_node,
+            "clusterforge_validation_led_by": led_by,
+            "clusterforge_validation_probes": probe_rounds,
+            "clusterforge_validation_culprits": culprits,
+            "clusterforge_cabling_csv": cabling_csv,
+            "clusterforge_validation_records": records,
+        }

@@ -1,0 +1,317 @@
+#!/usr/bin/python
+# Copyright: clusterforge contributors
+# Apache License 2.0
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: ib_check
+short_description: Check a node's InfiniBand/RoCE HCAs against the expected devices and rates
+description:
+  - Reads the RDMA sysfs tree (C(/sys/class/infiniband), no tool needed, error counters included)
+    or the output of C(ibstat) or C(ibv_devinfo -v), and judges per expected HCA port presence,
+    state (Active), physical state (LinkUp), rate, link layer, firmware (one version, or the
+    pinned one) and error counters.
+  - Read-only; changes nothing, so it runs the same in check mode.
+  - "Absent hardware is C(skipped: no hardware), a missing tool C(skipped: ibstat not found), never
+    C(pass). The module fails the host only when a check is C(fail)."
+  - "Replay mode: with O(replay_dir) or O(replay) the module reads recordings instead: a directory
+    C(infiniband) (a copy of C(/sys/class/infiniband)), else C(ibstat.txt), else
+    C(ibv_devinfo.txt). Without any of them the node has no hardware."
+author:
+  - clusterforge contributors
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+options:
+  expected_hcas:
+    description:
+      - "HCAs that must be present, as C({device: rate in Gb/s}) (C(clusterforge_expected_hca_rates))
+        or C({device: {rate: Gb/s, link_layer: InfiniBand}}). Only these are judged; a device
+        written C(mlx4_0/1) means that port only."
+    type: dict
+    default: {}
+  link_layers:
+    description: "Expected link layer per device, C({mlx5_0: infiniband}); either spelling case."
+    type: dict
+    default: {}
+  link_layer:
+    description: Without O(expected_hcas), judge only the ports of this link layer.
+    type: str
+  firmware:
+    description: Pinned firmware version every judged HCA must run.
+    type: str
+  counter_limits:
+    description: "C({counter: maximum}) above which a port fails; any nonzero error counter warns."
+    type: dict
+    default: {}
+  source:
+    description: Where port data comes from; C(auto) reads sysfs.
+    type: str
+    choices: [auto, sysfs, ibstat, ibv_devinfo]
+    default: auto
+  timeout:
+    description: Seconds ibstat or ibv_devinfo may run (through C(timeout) when present); 0 for no limit.
+    type: int
+    default: 60
+  sysfs_root:
+    description: The RDMA sysfs tree (for tests).
+    type: path
+    default: /sys/class/infiniband
+  pci_root:
+    description: PCI device tree probed for Mellanox/NVIDIA network functions.
+    type: path
+    default: /sys/bus/pci/devices
+  require_hardware:
+    description: Fail, instead of skip, when HCAs are expected and the node has no RDMA device.
+    type: bool
+    default: false
+  replay_dir:
+    description: Read recorded outputs from this directory on the node instead of sysfs and tools.
+    type: path
+  replay:
+    description: 'Recording per source, C({sysfs: dir, ibstat: file, "ibv_devinfo -v": file}).'
+    type: dict
+    default: {}
+seealso:
+  - module: gpu_check
+  - module: cabling_check
+"""
+
+EXAMPLES = r"""
+- name: Check the eight NDR rails of a DGX H100
+  ib_check:
+    expected_hcas: "{{ clusterforge_expected_hca_rates }}"
+    link_layers: {mlx5_0: infiniband}
+"""
+
+RETURN = r"""
+status:
+  description: Overall verdict; C(skipped) when every check was skipped.
+  returned: always
+  type: str
+checks:
+  description: "One entry per check: check, status, measured, expected, message (see gpu_check)."
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - check: ib.rate
+      status: fail
+      measured: {"mlx5_0/1": 200.0}
+      expected: {mlx5_0: 400}
+      message: "mlx5_0/1: 200 Gb/s below 400"
+counts:
+  description: Checks per status.
+  returned: always
+  type: dict
+ports:
+  description: Every port read, judged or not.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{device: mlx5_0, port: 1, state: ACTIVE, phys_state: LinkUp, rate: 400.0, link_layer: InfiniBand}]
+source:
+  description: C(sysfs), C(ibstat), C(ibv_devinfo) or C(replay:<that>).
+  returned: always
+  type: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.checks import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, ParseError, result, skipped, worst
+from ansible.module_utils.ib_judge import judge_ib_ports, ports_from_ibstat, ports_from_ibv_devinfo, ports_from_sysfs
+from ansible.module_utils.ib_sysfs import read_ib_sysfs
+from ansible.module_utils.ibstat import parse_ibstat
+from ansible.module_utils.ibv_devinfo import parse_ibv_devinfo
+from ansible.module_utils.node_checks import C_LOCALE, Tools, finish, first_line, mellanox_hcas_on_pci
+
+SYSFS = "sysfs"
+IBSTAT = "ibstat"
+IBV_DEVINFO = "ibv_devinfo -v"
+REPLAY_FILES = {SYSFS: ("infiniband",), IBSTAT: ("ibstat.txt",), IBV_DEVINFO: ("ibv_devinfo.txt",)}
+LAYERS = {"infiniband": "InfiniBand", "ethernet": "Ethernet"}
+
+
+def build_module():
+    module = AnsibleModule(
+        argument_spec=dict(
+            expected_hcas=dict(type="dict", default={}),
+            link_layers=dict(type="dict", default={}),
+            link_layer=dict(type="str"),
+            firmware=dict(type="str"),
+            counter_limits=dict(type="dict", default={}),
+            source=dict(type="str", default="auto", choices=["auto", "sysfs", "ibstat", "ibv_devinfo"]),
+            timeout=dict(type="int", default=60),
+            sysfs_root=dict(type="path", default="/sys/class/infiniband"),
+            pci_root=dict(type="path", default="/sys/bus/pci/devices"),
+            require_hardware=dict(type="bool", default=False),
+            replay_dir=dict(type="path"),
+            replay=dict(type="dict", default={}),
+        ),
+        supports_check_mode=True,
+    )
+    module.run_command_environ_update = dict(C_LOCALE)
+    return module
+
+
+def _layer(value):
+    if value is None:
+        return None
+    return LAYERS.get(str(value).lower(), str(value))
+
+
+def expectations(params: dict) -> tuple:
+    """({device: rate or None}, {device: link layer or None})"""
+    rates, layers = {}, {}
+    for device, want in (params["expected_hcas"] or {}).items():
+        if isinstance(want, dict):
+            rates[device] = want.get("rate", want.get("rate_gbps"))
+            layers[device] = _layer(want.get("link_layer"))
+        else:
+            rates[device] = want
+            layers[device] = None
+    for device, layer in (params["link_layers"] or {}).items():
+        if device in rates:
+            layers[device] = _layer(layer)
+    rates = {d: (float(r) if r not in (None, "") else None) for d, r in rates.items()}
+    return rates, layers
+
+
+def _want(port, table: dict):
+    """The expectation of a port: by "dev/port" first, then by device."""
+    return table.get(port.key, table.get(port.device))
+
+
+def _per_port(check: str, ports: list, table: dict, judge, ok: str) -> object:
+    """One aggregated result over the judged ports, like ib_judge's own checks."""
+    statuses, measured, notes = [], {}, []
+    for port in ports:
+        status, value, note = judge(port, _want(port, table))
+        statuses.append(status)
+        measured[port.key] = value
+        if status in (WARN, FAIL):
+            notes.append(f"{port.key}: {note}")
+    status = worst(statuses)
+    expected = {key: value for key, value in table.items() if value is not None}
+    if status == SKIPPED:
+        return result(check, SKIPPED, measured, expected or None, "no expectation for these ports")
+    return result(check, status, measured, expected, "; ".join(notes) if notes else ok)
+
+
+def _rate(port, want):
+    if want is None:
+        return SKIPPED, port.rate, None
+    if port.rate is None:
+        return SKIPPED, None, "rate not in this output"
+    if port.rate < want:
+        return FAIL, port.rate, f"{port.rate:g} Gb/s below {want:g}"
+    if port.rate > want:
+        return WARN, port.rate, f"{port.rate:g} Gb/s above the expected {want:g}: check the expectation"
+    return PASS, port.rate, None
+
+
+def _link_layer(port, want):
+    if want is None:
+        return SKIPPED, port.link_layer, None
+    if port.link_layer != want:
+        return FAIL, port.link_layer, f"link layer {port.link_layer}, expected {want}"
+    return PASS, port.link_layer, None
+
+
+def read_ports(module, tools: Tools) -> tuple:
+    """(ports, source name, failed command outcome or None); ports None (and the skip reason as
+    source) when there is nothing to read."""
+    params = module.params
+    source = params["source"]
+    if tools.replaying:
+        tree = tools.recorded_dir(SYSFS)
+        if tree is not None and source in ("auto", "sysfs"):
+            return ports_from_sysfs(read_ib_sysfs(tree)), "replay:sysfs", None
+        for key, name, parse, convert in (
+            (IBSTAT, "ibstat", parse_ibstat, ports_from_ibstat),
+            (IBV_DEVINFO, "ibv_devinfo", parse_ibv_devinfo, ports_from_ibv_devinfo),
+        ):
+            if source in ("auto", name):
+                outcome = tools.run(key, [name])
+                if outcome is not None:
+                    return convert(parse(outcome.stdout, source=outcome.source)), "replay:" + name, None
+        return None, NO_HARDWARE, None
+    devices = read_ib_sysfs(params["sysfs_root"]) if os.path.isdir(params["sysfs_root"]) else ()
+    if not devices:
+        if mellanox_hcas_on_pci(params["pci_root"]):
+            return (), "sysfs", None  # HCAs on the bus but no RDMA device: the driver is not loaded
+        return None, NO_HARDWARE, None
+    if source in ("auto", "sysfs"):
+        return ports_from_sysfs(devices), "sysfs", None
+    argv = ["ibstat"] if source == "ibstat" else ["ibv_devinfo", "-v"]
+    outcome = tools.run(IBSTAT if source == "ibstat" else IBV_DEVINFO, argv)
+    if outcome is None:
+        return None, f"skipped: {argv[0]} not found", None
+    parse, convert = (
+        (parse_ibstat, ports_from_ibstat) if source == "ibstat" else (parse_ibv_devinfo, ports_from_ibv_devinfo)
+    )
+    # ibstat exits 255 with an ibpanic line when a device vanishes while it lists them: an error.
+    failed = outcome if outcome.rc != 0 else None
+    return convert(parse(outcome.stdout, source=" ".join(outcome.argv))), source, failed
+
+
+def run_checks(module) -> tuple:
+    params = module.params
+    tools = Tools(module, REPLAY_FILES, params["replay_dir"], params["replay"], params["timeout"])
+    extra = {"source": "replay" if tools.replaying else "live", "notes": tools.notes, "ports": []}
+    rates, layers = expectations(params)
+    try:
+        ports, source, failed = read_ports(module, tools)
+    except ParseError as exc:
+        return [result("ib.output", FAIL, None, "port listing", str(exc))], extra
+    if ports is None:
+        if params["require_hardware"] and rates:
+            return [result("ib.present", FAIL, [], sorted(rates), f"no RDMA device ({source})")], extra
+        return [skipped("ib.present", source, sorted(rates) or None)], extra
+    extra["source"] = source
+    extra["ports"] = [
+        {
+            "device": p.device,
+            "port": p.port,
+            "state": p.state,
+            "phys_state": p.phys_state,
+            "rate": p.rate,
+            "link_layer": p.link_layer,
+            "firmware": p.firmware,
+        }
+        for p in ports
+    ]
+    expected = {
+        "devices": sorted(rates),
+        "link_layer": _layer(params["link_layer"]),
+        "firmware": params["firmware"],
+        "counter_limits": params["counter_limits"] or {},
+    }
+    results = judge_ib_ports(ports, {k: v for k, v in expected.items() if v})
+    if rates:
+        judged = [p for p in ports if p.device in rates or p.key in rates]
+        by_check = {
+            "ib.rate": _per_port("ib.rate", judged, rates, _rate, "every port at its expected rate"),
+            "ib.link_layer": _per_port("ib.link_layer", judged, layers, _link_layer, "every port on its link layer"),
+        }
+        if judged:
+            results = [by_check.get(r.check, r) for r in results]
+    if failed is not None:
+        message = f"{' '.join(failed.argv)} exited {failed.rc}: {first_line(failed.stderr, failed.stdout)}"
+        results.append(result("ib.command", FAIL, failed.rc, 0, message))
+        extra.update(rc=failed.rc, stdout=failed.stdout, stderr=failed.stderr)
+    return results, extra
+
+
+def main():
+    module = build_module()
+    results, extra = run_checks(module)
+    finish(module, "ib_check", results, **extra)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""playbooks/validate.yml's NCCL pairs and bisection, on hosts reached with the local connection.
+
+No containers: five inventory hosts of a topology all run on this machine (ansible_connection
+local), each with its own replay directory. The pairs span the two leaves of the compute fabric;
+gpu03's pair runs are recorded slow (a real 2-node RoCE run far below 4 x NDR), so its pair
+fails, the bisection runs each of its two nodes with a good node, clears gpu01 and names gpu03.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import yaml
+
+from clusterforge import check_cli
+from tests.integration.conftest import clusterforge
+from tests.unit.module_utils.samples import fixture, requires_shared
+
+pytestmark = requires_shared
+
+PROJECT = Path(__file__).resolve().parents[2]
+HCAS = [("mlx5_0", "0000:18:00.0"), ("mlx5_3", "0000:40:00.0"), ("mlx5_4", "0000:4f:00.0"), ("mlx5_5", "0000:5e:00.0")]
+GOOD = fixture("nccl_all_reduce_perf", "h100-2node-16gpu-ib-bitdeer.txt")
+SLOW = fixture("nccl_all_reduce_perf", "dgx-2node-roce-cx5-k8s-deepops-old-format.txt")
+
+
+def topology() -> dict:
+    return {
+        "plugin": "topology",
+        "cluster": {"name": "pairs", "domain": "pairs.clusterforge.test"},
+        "sites": [{"name": "local"}],
+        "node_types": {
+            "mgmt": {},
+            "gpu_node": {
+                "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8, "nvlink_generation": 4, "nvswitch": True},
+                # Four NDR rails: with 16-port leaves (8 down) two nodes share a leaf.
+                "hcas": [
+                    {"device": d, "netdev": f"ib{i}", "pci": p, "rate_gbps": 400} for i, (d, p) in enumerate(HCAS)
+                ],
+            },
+        },
+        "roles": {
+            "head": {"node_type": "mgmt", "count": 1, "hostname": "head{index:02d}", "fabrics": ["inband"]},
+            "compute": {"node_type": "gpu_node", "count": 4, "hostname": "gpu{index:02d}", "fabrics": ["inband"]},
+        },
+        "fabrics": {
+            "compute": {
+                "purpose": "compute",
+                "link_layer": "infiniband",
+                "topology": "fat_tree",
+                "switch": {"model": "QM9700", "radix": 16, "port_speed_gbps": 400},
+            },
+            "inband": {
+                "purpose": "inband",
+                "link_layer": "ethernet",
+                "topology": "fat_tree",
+                "switch": {"model": "bridge", "radix": 64, "port_speed_gbps": 10},
+            },
+        },
+        "addressing": {"inband": "10.99.0.0/24"},
+        "ansible": {
+            "vars": {
+                "ansible_connection": "local",
+                "ansible_python_interpreter": sys.executable,
+                "ansible_become": False,
+            },
+            "host": "{name}",
+        },
+    }
+
+
+def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
+    inventory = tmp_path / "pairs.topology.yml"
+    inventory.write_text(yaml.safe_dump(topology(), sort_keys=False))
+    replay = tmp_path / "replay"
+    for host in ("gpu01", "gpu02", "gpu03", "gpu04"):
+        (replay / host).mkdir(parents=True)
+        shutil.copy(SLOW if host == "gpu03" else GOOD, replay / host / "all_reduce_perf.2node.txt")
+    shutil.copy(SLOW, replay / "gpu01" / "all_reduce_perf.gpu01+gpu03.txt")  # gpu01 led the pair with gpu03
+    reports = tmp_path / "reports"
+    done = clusterforge(
+        "run",
+        str(PROJECT / "playbooks" / "validate.yml"),
+        "-i",
+        str(inventory),
+        "-e",
+        f"clusterforge_validation_replay_dir={replay}/{{{{ inventory_hostname }}}}",
+        "-e",
+        f"clusterforge_report_dir={reports}",
+        "-e",
+        "clusterforge_validation_run_id=pairs",
+        env={"CLUSTERFORGE_STATE_DIR": str(tmp_path / "state")},
+        check=False,
+    )
+    assert done.returncode == 2, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "hosts: 5  failed: 1  unreachable: 0" in done.stdout  # gpu03 only
+
+    run = json.loads((reports / "pairs" / "_run.json").read_text())
+    assert run["pairs"]["pairs"] == [["gpu01", "gpu03"], ["gpu02", "gpu04"]]
+    assert set(run["pairs"]["crossings"].values()) == {"spine"}
+    assert run["failed_pairs"] == [["gpu01", "gpu03"]]
+    assert run["probes"] == [[["gpu01", "gpu04"], ["gpu03", "gpu02"]]]  # each with the farthest good node
+    assert run["verdict"] == {"culprits": ["gpu03"], "cleared": ["gpu01"], "unresolved": [], "untested": []}
+    assert run["cabling_host"] == "gpu01"  # the head node has no HCA on the InfiniBand fabric
+
+    out = tmp_path / "out"
+    parser = argparse.ArgumentParser()
+    check_cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    assert check_cli.run(parser.parse_args(["report", str(reports / "pairs"), "-o", str(out)])) == 0
+    document = json.loads((out / "report.json").read_text())
+    status = {node["host"]: node["status"] for node in document["nodes"]}
+    assert status == {"gpu01": "pass", "gpu02": "pass", "gpu03": "fail", "gpu04": "skipped", "head01": "skipped"}
+    bars = {(b["label"], b["scope"], b["status"]) for b in document["bandwidth"]}
+    assert bars == {
+        ("all_reduce:gpu01+gpu03", "pair", "fail"),
+        ("all_reduce:gpu02+gpu04", "pair", "pass"),
+        ("all_reduce:gpu01+gpu04", "probe", "pass"),
+        ("all_reduce:gpu03+gpu02", "probe", "fail"),
+    }
