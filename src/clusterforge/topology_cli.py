@@ -60,7 +60,15 @@ def _rendered(plan: ClusterPlan) -> dict[str, str]:
 
 
 def _validate(plan: ClusterPlan, args: argparse.Namespace) -> int:
-    _rendered(plan)
+    # The schema covers every input; Kubernetes label syntax is the one rule it cannot see
+    # (labels combine names), so check the labels too. Rendering the rest would take seconds
+    # at 100,000 GPUs and find nothing more.
+    from clusterforge.topology.render.k8s_labels import LabelError, labels
+
+    try:
+        labels(plan)
+    except LabelError as exc:
+        raise UsageError(f"{plan.path}: {exc}") from None
     node_types = plan.topology.node_types
     gpus = sum(gpu.count for gpu in (node_types[h.node_type].gpu for h in plan.hosts) if gpu)
     console.print(f"ok: {len(plan.hosts)} hosts, {gpus} GPUs, {plan.switch_count()} switches", highlight=False)
