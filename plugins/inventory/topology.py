@@ -12,8 +12,10 @@ description:
     declaratively (sites, node types, roles, scalable units, fabrics, address plan),
     validates it completely, and adds every host with its groups and a few variables.
   - "Groups: one per role (head, login, compute, ...), C(site_<name>), C(su<n>) per scalable unit,
-    C(type_<node type>) (with the node type's expected GPUs and HCAs as group variables),
-    C(fabric_<name>), leaf groups per fabric and pod groups for three-tier fabrics."
+    C(type_<node type>) (with the node type's expected GPUs and HCAs as group variables), and for
+    the compute and storage fabrics (or those listed in the topology's C(ansible.leaf_groups))
+    C(fabric_<name>) holding a group per leaf (per scalable unit's rail leaves on rail-optimised
+    fabrics), under pod groups on three-tier fabrics."
   - "Host variables: ansible_host, clusterforge_index, clusterforge_unit and the host's
     addresses (clusterforge_inband_address, clusterforge_oob_address, clusterforge_ipoib_addresses)."
   - Needs the clusterforge Python package in the Python that runs Ansible.

@@ -46,11 +46,16 @@ class ClusterPlan:
         attached = self.fabrics[self.ipoib_fabric].attachments
         return {name: i for i, name in enumerate(n for n in (h.name for h in self.hosts) if n in attached)}
 
-    def addresses(self, host: Host) -> dict[str, str | list[str]]:
+    def interface_addresses(self, host: Host) -> dict[str, str]:
+        """The host's in-band, out-of-band and storage addresses (what the inventory holds)."""
         position = self._positions[host.name]
-        found: dict[str, str | list[str]] = {
+        return {
             name: self.subnets[name].address(position) for name in ("inband", "oob", "storage") if name in self.subnets
         }
+
+    def addresses(self, host: Host) -> dict[str, str | list[str]]:
+        """interface_addresses and the IPoIB address on each rail."""
+        found: dict[str, str | list[str]] = dict(self.interface_addresses(host))
         ipoib_position = self._ipoib_positions.get(host.name)
         if ipoib_position is not None and self.topology.addressing.ipoib:
             found["ipoib"] = [
@@ -66,7 +71,7 @@ class ClusterPlan:
 def load(path: str | Path, links: bool = True) -> ClusterPlan:
     """Validate a topology file and expand it; raise TopologyError listing every problem.
 
-    links=False leaves out the spine and core links (see fabric.generate), for the inventory."""
+    links=False leaves out the links, keeping switches and attachments (see fabric.generate), for the inventory."""
     path = Path(path)
     data, lines = load_yaml(path)
 

@@ -49,6 +49,14 @@ def references(topology: Topology) -> list[Problem]:
                     "placement scalable_units needs a scalable_units section",
                 )
             )
+    for i, fabric in enumerate(topology.ansible.leaf_groups or ()):
+        if fabric not in topology.fabrics:
+            problems.append(
+                (
+                    ("ansible", "leaf_groups", i),
+                    f"unknown fabric {fabric!r}; expected one of {sorted(topology.fabrics)}",
+                )
+            )
     for type_name, node_type in topology.node_types.items():
         for i, hca in enumerate(node_type.hcas):
             if hca.fabric not in topology.fabrics:

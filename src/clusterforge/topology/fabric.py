@@ -96,10 +96,10 @@ def endpoints(topology: Topology, fabric_name: str, hosts: list[Host]) -> list[E
 
 
 def generate(topology: Topology, fabric_name: str, hosts: list[Host], links: bool = True) -> FabricPlan:
-    """The fabric's switches and links. With links=False only the switches, the node-leaf
-    links and the attachments are made: what an inventory needs. The spine and core tiers
-    cannot run out of ports by construction (see _spine_count and the core groups), so
-    skipping their links skips no check."""
+    """The fabric's switches and links. With links=False only the switches and the
+    attachments are made: what an inventory needs. Leaf ports are still counted against
+    the radix, and the spine and core tiers cannot run out of ports by construction (see
+    _spine_count and the core groups), so skipping the links skips no check."""
     spec = topology.fabrics[fabric_name]
     plan = FabricPlan(fabric_name, spec, complete=links)
     cabled = endpoints(topology, fabric_name, hosts)
@@ -155,17 +155,17 @@ def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports:
                 leaves.extend(rail_leaves)
                 for endpoint, position in positions:
                     leaf = rail_leaves[position // down]
-                    port = position % down + 1
-                    plan.links.append(
-                        Link(
-                            "node-leaf",
-                            endpoint.host.name,
-                            endpoint.ports[rail - 1],
-                            leaf.name,
-                            port,
-                            speed,
+                    if plan.complete:
+                        plan.links.append(
+                            Link(
+                                "node-leaf",
+                                endpoint.host.name,
+                                endpoint.ports[rail - 1],
+                                leaf.name,
+                                position % down + 1,
+                                speed,
+                            )
                         )
-                    )
                     plan.attachments.setdefault(endpoint.host.name, []).append(leaf.name)
                 for leaf in rail_leaves:
                     ports.used[leaf.name] = down  # uplinks start above the downlink block
@@ -176,16 +176,17 @@ def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports:
             leaves.extend(unit_leaves)
             for position, (endpoint, port_name) in enumerate(flat):
                 leaf = unit_leaves[position // down]
-                plan.links.append(
-                    Link(
-                        "node-leaf",
-                        endpoint.host.name,
-                        port_name,
-                        leaf.name,
-                        position % down + 1,
-                        speed,
+                if plan.complete:
+                    plan.links.append(
+                        Link(
+                            "node-leaf",
+                            endpoint.host.name,
+                            port_name,
+                            leaf.name,
+                            position % down + 1,
+                            speed,
+                        )
                     )
-                )
                 attached = plan.attachments.setdefault(endpoint.host.name, [])
                 if leaf.name not in attached:
                     attached.append(leaf.name)

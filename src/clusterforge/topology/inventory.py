@@ -10,6 +10,7 @@ from typing import Any
 from clusterforge.topology import ClusterPlan
 from clusterforge.topology.fabric import FabricPlan
 from clusterforge.topology.hosts import Host
+from clusterforge.topology.model import Topology
 
 
 @dataclass
@@ -72,12 +73,14 @@ def build(plan: ClusterPlan) -> InventoryData:
         data.group_vars[group_name("type", type_name)] = _node_type_vars(plan, type_name)
     # A role has one node type and one site, so site and node-type groups hold role groups,
     # and a unit's number is a variable of its group: fewer per-host entries for Ansible.
+    # No umbrella groups (all sites, all units): each group above a host costs Ansible work
+    # for every host on every task.
     for role_name, role in topology.roles.items():
         site = role.site or topology.sites[0].name
-        for parent, group in (("sites", group_name("site", site)), ("node_types", group_name("type", role.node_type))):
-            if group not in data.children.get(parent, []):
-                data.children.setdefault(parent, []).append(group)
+        for group in (group_name("site", site), group_name("type", role.node_type)):
             data.children.setdefault(group, []).append(role_name)
+    fabrics = {name: plan.fabrics[name] for name in leaf_group_fabrics(topology) if name in plan.fabrics}
+    pods = {name: _leaf_group_pods(name, fabric) for name, fabric in fabrics.items()}
     host_template = topology.ansible.host
     for host in plan.hosts:
         data.add(host.role, host.name)
@@ -85,19 +88,33 @@ def build(plan: ClusterPlan) -> InventoryData:
             unit_group = f"su{host.unit}"
             if unit_group not in data.group_vars:
                 data.group_vars[unit_group] = {"clusterforge_unit": host.unit}
-            data.add(unit_group, host.name, parent="scalable_units")
+            data.add(unit_group, host.name)
         data.host_vars[host.name] = _host_vars(plan, host, host_template)
-        for fabric_name, fabric in plan.fabrics.items():
+        for fabric_name, fabric in fabrics.items():
             for leaf_group in _leaf_groups(fabric_name, fabric, host):
-                data.add(leaf_group, host.name, parent=group_name("fabric", fabric_name))
-    # Pods hold leaf groups, not hosts: fewer memberships for Ansible to track.
-    for fabric_name, fabric in plan.fabrics.items():
-        for leaf_group, pod in _leaf_group_pods(fabric_name, fabric).items():
-            pod_group = group_name(fabric_name, "pod", pod)
-            if pod_group not in data.children:
-                data.children.setdefault(group_name("fabric", fabric_name, "pods"), []).append(pod_group)
-            data.children.setdefault(pod_group, []).append(leaf_group)
+                if leaf_group not in data.group_hosts:
+                    _add_leaf_group(data, leaf_group, group_name("fabric", fabric_name), pods[fabric_name])
+                data.add(leaf_group, host.name)
     return data
+
+
+def leaf_group_fabrics(topology: Topology) -> list[str]:
+    """The fabrics that get fabric, leaf and pod groups (ansible.leaf_groups)."""
+    if topology.ansible.leaf_groups is not None:
+        return list(topology.ansible.leaf_groups)
+    return [name for name, fabric in topology.fabrics.items() if fabric.purpose in ("compute", "storage")]
+
+
+def _add_leaf_group(data: InventoryData, leaf_group: str, fabric_group: str, pods: dict[str, str]) -> None:
+    """A leaf group goes under its pod on three-tier fabrics, else under the fabric's group.
+    Pods hold leaf groups, not hosts: fewer memberships for Ansible to track."""
+    pod_group = pods.get(leaf_group)
+    if pod_group is None:
+        data.children.setdefault(fabric_group, []).append(leaf_group)
+        return
+    if pod_group not in data.children:
+        data.children.setdefault(fabric_group, []).append(pod_group)
+    data.children.setdefault(pod_group, []).append(leaf_group)
 
 
 def _leaf_groups(fabric_name: str, fabric: FabricPlan, host: Host) -> list[str]:
@@ -111,28 +128,28 @@ def _leaf_groups(fabric_name: str, fabric: FabricPlan, host: Host) -> list[str]:
     return [group_name(leaf) for leaf in leaves]
 
 
-def _leaf_group_pods(fabric_name: str, fabric: FabricPlan) -> dict[str, int]:
-    pods: dict[str, int] = {}
+def _leaf_group_pods(fabric_name: str, fabric: FabricPlan) -> dict[str, str]:
+    """Leaf group -> pod group, for fabrics with a third tier."""
+    pods: dict[str, str] = {}
     for leaf, pod in fabric.leaf_pods.items():
         switch_unit = leaf.split("-")[1]
         if fabric.spec.topology == "rail_optimized_fat_tree":
             unit = switch_unit.removeprefix("su") if switch_unit != "svc" else "0"
-            pods.setdefault(group_name(fabric_name, f"su{unit}", "leaves"), pod)
+            pods.setdefault(group_name(fabric_name, f"su{unit}", "leaves"), group_name(fabric_name, "pod", pod))
         else:
-            pods[group_name(leaf)] = pod
+            pods[group_name(leaf)] = group_name(fabric_name, "pod", pod)
     return pods
 
 
 def _host_vars(plan: ClusterPlan, host: Host, template: str) -> dict[str, Any]:
-    addresses = plan.addresses(host)
+    # IPoIB addresses (one per rail) are derived with the clusterforge_topology_host filter.
+    addresses = plan.interface_addresses(host)
     found: dict[str, Any] = {
-        "ansible_host": template.format(name=host.name, **{k: v for k, v in addresses.items() if isinstance(v, str)}),
+        "ansible_host": template.format(name=host.name, **addresses),
         "clusterforge_index": host.index,
     }
-    # IPoIB addresses (one per rail) are derived with the clusterforge_topology_host filter.
     for name, value in addresses.items():
-        if isinstance(value, str):
-            found[f"clusterforge_{name}_address"] = value
+        found[f"clusterforge_{name}_address"] = value
     return found
 
 

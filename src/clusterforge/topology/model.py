@@ -239,6 +239,11 @@ class AnsibleSettings(Strict):
 
     vars: dict[str, Any] = Field(default_factory=dict)
     host: str = Field(default="{inband}", description="ansible_host; fields: name, inband, oob, storage")
+    # Every group a host belongs to costs Ansible work per host and task; management Ethernet
+    # leaves are rarely a target, so by default only compute and storage fabrics get groups.
+    leaf_groups: list[Name] | None = Field(
+        default=None, description="fabrics that get fabric, leaf and pod groups; default: compute and storage fabrics"
+    )
 
     @field_validator("host")
     @classmethod
