@@ -131,6 +131,7 @@ def _build_with_debootstrap(client, release: str, tag: str, digest: str, mirror:
             tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
             raise EnvironmentProblem(f"debootstrap of {release} from {mirror} failed (rc={done.returncode}):\n{tail}")
         _install_netns_unit(rootfs)
+        _drop_apt_lists(rootfs)
         tarball = Path(workdir) / "rootfs.tar"
         subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tarball), "."], check=True)
         changes = [
@@ -151,9 +152,17 @@ def _install_netns_unit(rootfs: Path) -> None:
     link = wants / NETNS_UNIT
     if not link.exists():
         link.symlink_to(f"/etc/systemd/system/{NETNS_UNIT}")
-    # apt lists are rebuilt by the roles; keep the image small.
+
+
+def _drop_apt_lists(rootfs: Path) -> None:
+    """apt lists are rebuilt by the roles; keep the image small. Ansible's apt module takes the
+    lists directory's mtime as the last update (no update-success-stamp), so date it to the
+    epoch: an image built minutes ago must not look freshly updated (cache_valid_time)."""
+    lists = rootfs / "var" / "lib" / "apt" / "lists"
     for leftover in [
-        *(rootfs / "var" / "lib" / "apt" / "lists").glob("*_*"),
+        *lists.glob("*_*"),
         *(rootfs / "var" / "cache" / "apt" / "archives").glob("*.deb"),
+        rootfs / "var" / "lib" / "apt" / "periodic" / "update-success-stamp",
     ]:
-        leftover.unlink()
+        leftover.unlink(missing_ok=True)
+    os.utime(lists, (0, 0))
