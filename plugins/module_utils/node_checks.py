@@ -197,3 +197,21 @@ def finish(module: Any, module_name: str, results: list, **extra: Any) -> None:
         module.fail_json(msg=failure_message(module_name, results), **body)
     summary = ", ".join(f"{body['counts'][s]} {s}" for s in (PASS, WARN, SKIPPED) if body["counts"][s])
     module.exit_json(msg=f"{module_name}: {body['status']} ({summary or 'no checks'})", **body)
+
+
+# Options every check module takes besides its own: recorded outputs instead of live tools (Tools).
+REPLAY_OPTIONS = {"replay_dir": {"type": "path"}, "replay": {"type": "dict", "default": {}}}
+
+
+def check_module(module_class: Any, argument_spec: dict) -> Any:
+    """The module object of a node check: its options plus REPLAY_OPTIONS, check mode (checks
+    change nothing), tools run in the C locale. module_class is AnsibleModule, passed in."""
+    module = module_class(argument_spec={**argument_spec, **REPLAY_OPTIONS}, supports_check_mode=True)
+    module.run_command_environ_update = dict(C_LOCALE)
+    return module
+
+
+def run_check_module(module: Any, module_name: str, run_checks: Any) -> None:
+    """A check module's main(): run_checks(module) -> (results, extra), then finish."""
+    results, extra = run_checks(module)
+    finish(module, module_name, results, **extra)

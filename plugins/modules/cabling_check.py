@@ -126,15 +126,16 @@ from ansible.module_utils.cabling_judge import judge_cabling
 from ansible.module_utils.cabling_plan import plan_links, speed_name
 from ansible.module_utils.checks import FAIL, NO_HARDWARE, ParseError, result, skipped
 from ansible.module_utils.ibnetdiscover import parse_ibnetdiscover_ports
-from ansible.module_utils.node_checks import C_LOCALE, Tools, finish, first_line
+from ansible.module_utils.node_checks import Tools, check_module, first_line, run_check_module
 
 KEY = "ibnetdiscover -p"
 REPLAY_FILES = {KEY: ("ibnetdiscover-p.txt",)}
 
 
 def build_module():
-    module = AnsibleModule(
-        argument_spec=dict(
+    return check_module(
+        AnsibleModule,
+        dict(
             plan=dict(type="str"),
             plan_path=dict(type="path"),
             fabric=dict(type="str"),
@@ -145,13 +146,8 @@ def build_module():
             timeout=dict(type="int", default=600),
             ibnetdiscover=dict(type="str", default="ibnetdiscover"),
             sysfs_root=dict(type="path", default="/sys/class/infiniband"),
-            replay_dir=dict(type="path"),
-            replay=dict(type="dict", default={}),
         ),
-        supports_check_mode=True,
     )
-    module.run_command_environ_update = dict(C_LOCALE)
-    return module
 
 
 def _has_hca(root: str) -> bool:
@@ -208,9 +204,7 @@ def run_checks(module) -> tuple:
 
 
 def main():
-    module = build_module()
-    results, extra = run_checks(module)
-    finish(module, "cabling_check", results, **extra)
+    run_check_module(build_module(), "cabling_check", run_checks)
 
 
 if __name__ == "__main__":

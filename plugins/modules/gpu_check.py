@@ -181,7 +181,7 @@ rc:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.checks import FAIL, NO_HARDWARE, ParseError, result, skipped
 from ansible.module_utils.gpu_judge import judge_gpus
-from ansible.module_utils.node_checks import C_LOCALE, Tools, finish, first_line, nvidia_gpus_on_pci
+from ansible.module_utils.node_checks import Tools, check_module, first_line, nvidia_gpus_on_pci, run_check_module
 from ansible.module_utils.nvidia_smi import parse_query
 from ansible.module_utils.nvidia_topo import parse_topo_matrix
 from ansible.module_utils.xid import parse_kernel_log
@@ -200,8 +200,9 @@ NVLINKS_PER_GPU = {2: 6, 3: 12, 4: 18, 5: 18}
 
 
 def build_module():
-    module = AnsibleModule(
-        argument_spec=dict(
+    return check_module(
+        AnsibleModule,
+        dict(
             expected_gpus=dict(type="int"),
             model=dict(type="str"),
             driver_version=dict(type="str"),
@@ -220,13 +221,8 @@ def build_module():
             timeout=dict(type="int", default=120),
             nvidia_smi=dict(type="str", default="nvidia-smi"),
             pci_root=dict(type="path", default="/sys/bus/pci/devices"),
-            replay_dir=dict(type="path"),
-            replay=dict(type="dict", default={}),
         ),
-        supports_check_mode=True,
     )
-    module.run_command_environ_update = dict(C_LOCALE)
-    return module
 
 
 def expectation(params: dict) -> dict:
@@ -315,9 +311,7 @@ def run_checks(module) -> tuple:
 
 
 def main():
-    module = build_module()
-    results, extra = run_checks(module)
-    finish(module, "gpu_check", results, **extra)
+    run_check_module(build_module(), "gpu_check", run_checks)
 
 
 if __name__ == "__main__":

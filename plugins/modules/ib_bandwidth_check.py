@@ -143,13 +143,14 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.checks import FAIL, NO_HARDWARE, ParseError, result, skipped
 from ansible.module_utils.ib_judge import PERFTEST_EFFICIENCY_FLOOR, judge_perftest
-from ansible.module_utils.node_checks import C_LOCALE, Tools, finish, first_line
+from ansible.module_utils.node_checks import C_LOCALE, Tools, check_module, first_line, run_check_module
 from ansible.module_utils.perftest import parse_perftest
 
 
 def build_module():
-    module = AnsibleModule(
-        argument_spec=dict(
+    return check_module(
+        AnsibleModule,
+        dict(
             device=dict(type="str", required=True),
             port=dict(type="int", default=1),
             test=dict(type="str", default="write", choices=["write", "read", "send"]),
@@ -163,13 +164,8 @@ def build_module():
             efficiency_floor=dict(type="float", default=PERFTEST_EFFICIENCY_FLOOR),
             server_delay=dict(type="float", default=1.0),
             sysfs_root=dict(type="path", default="/sys/class/infiniband"),
-            replay_dir=dict(type="path"),
-            replay=dict(type="dict", default={}),
         ),
-        supports_check_mode=True,
     )
-    module.run_command_environ_update = dict(C_LOCALE)
-    return module
 
 
 def perftest_argv(program: str, params: dict) -> list:
@@ -251,9 +247,7 @@ def run_checks(module) -> tuple:
 
 
 def main():
-    module = build_module()
-    results, extra = run_checks(module)
-    finish(module, "ib_bandwidth_check", results, **extra)
+    run_check_module(build_module(), "ib_bandwidth_check", run_checks)
 
 
 if __name__ == "__main__":

@@ -127,7 +127,7 @@ from ansible.module_utils.ib_judge import judge_ib_ports, ports_from_ibstat, por
 from ansible.module_utils.ib_sysfs import read_ib_sysfs
 from ansible.module_utils.ibstat import parse_ibstat
 from ansible.module_utils.ibv_devinfo import parse_ibv_devinfo
-from ansible.module_utils.node_checks import C_LOCALE, Tools, finish, first_line, mellanox_hcas_on_pci
+from ansible.module_utils.node_checks import Tools, check_module, first_line, mellanox_hcas_on_pci, run_check_module
 
 SYSFS = "sysfs"
 IBSTAT = "ibstat"
@@ -137,8 +137,9 @@ LAYERS = {"infiniband": "InfiniBand", "ethernet": "Ethernet"}
 
 
 def build_module():
-    module = AnsibleModule(
-        argument_spec=dict(
+    return check_module(
+        AnsibleModule,
+        dict(
             expected_hcas=dict(type="dict", default={}),
             link_layers=dict(type="dict", default={}),
             link_layer=dict(type="str"),
@@ -149,13 +150,8 @@ def build_module():
             sysfs_root=dict(type="path", default="/sys/class/infiniband"),
             pci_root=dict(type="path", default="/sys/bus/pci/devices"),
             require_hardware=dict(type="bool", default=False),
-            replay_dir=dict(type="path"),
-            replay=dict(type="dict", default={}),
         ),
-        supports_check_mode=True,
     )
-    module.run_command_environ_update = dict(C_LOCALE)
-    return module
 
 
 def _layer(value):
@@ -308,9 +304,7 @@ def run_checks(module) -> tuple:
 
 
 def main():
-    module = build_module()
-    results, extra = run_checks(module)
-    finish(module, "ib_check", results, **extra)
+    run_check_module(build_module(), "ib_check", run_checks)
 
 
 if __name__ == "__main__":

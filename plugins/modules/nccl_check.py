@@ -197,12 +197,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.checks import FAIL, NO_HARDWARE, ParseError, result, skipped
 from ansible.module_utils.nccl_judge import EFFICIENCY_FLOOR, expected_busbw, judge_nccl, judged_rows
 from ansible.module_utils.nccl_tests import parse_nccl_tests
-from ansible.module_utils.node_checks import C_LOCALE, Tools, finish, first_line, nvidia_gpus_on_pci
+from ansible.module_utils.node_checks import Tools, check_module, first_line, nvidia_gpus_on_pci, run_check_module
 
 
 def build_module():
-    module = AnsibleModule(
-        argument_spec=dict(
+    return check_module(
+        AnsibleModule,
+        dict(
             test=dict(
                 type="str",
                 default="all_reduce",
@@ -231,13 +232,8 @@ def build_module():
             timeout=dict(type="int", default=900),
             pci_root=dict(type="path", default="/sys/bus/pci/devices"),
             environment=dict(type="dict", default={}),
-            replay_dir=dict(type="path"),
-            replay=dict(type="dict", default={}),
         ),
-        supports_check_mode=True,
     )
-    module.run_command_environ_update = dict(C_LOCALE)
-    return module
 
 
 def label_of(params: dict) -> str:
@@ -361,9 +357,7 @@ def run_checks(module) -> tuple:
 
 
 def main():
-    module = build_module()
-    results, extra = run_checks(module)
-    finish(module, "nccl_check", results, **extra)
+    run_check_module(build_module(), "nccl_check", run_checks)
 
 
 if __name__ == "__main__":
