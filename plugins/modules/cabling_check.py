@@ -21,13 +21,8 @@ description:
     C(skipped: ibnetdiscover not found). The module fails the host only when a check is C(fail)."
   - 'Replay mode: with O(replay_dir) (file C(ibnetdiscover-p.txt)) or O(replay)
     (C({"ibnetdiscover -p": path})) the recorded output is judged; without it the node has no hardware.'
-author:
-  - clusterforge contributors
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
+extends_documentation_fragment:
+  - node_check
 options:
   plan:
     description: The cabling plan, the text of C(cabling.csv).

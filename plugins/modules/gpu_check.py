@@ -21,13 +21,8 @@ description:
     C(nvidia-smi-q-x.xml) or C(nvidia-smi-q.txt) (C(nvidia-smi -q -x) or C(-q) output),
     C(nvidia-smi-topo-m.txt), C(kernel.log) (C(journalctl -k) or C(dmesg) output). Without the
     first one the node has no hardware."
-author:
-  - clusterforge contributors
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
+extends_documentation_fragment:
+  - node_check
 options:
   expected_gpus:
     description: GPUs the node must have (C(clusterforge_expected_gpus)); omitted or 0 skips the count.

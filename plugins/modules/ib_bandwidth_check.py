@@ -21,13 +21,8 @@ description:
   - "Replay mode: with O(replay_dir) (file C(ib_write_bw.<device>.txt), else C(ib_write_bw.txt))
     or O(replay) (key C(ib_write_bw)) a recorded client output is judged; without one the node has
     no hardware."
-author:
-  - clusterforge contributors
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
+extends_documentation_fragment:
+  - node_check
 options:
   device:
     description: The HCA (C(-d)), for example C(mlx5_0).

@@ -18,13 +18,8 @@ description:
   - "Replay mode: with O(replay_dir) or O(replay) the module reads recordings instead: a directory
     C(infiniband) (a copy of C(/sys/class/infiniband)), else C(ibstat.txt), else
     C(ibv_devinfo.txt). Without any of them the node has no hardware."
-author:
-  - clusterforge contributors
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
+extends_documentation_fragment:
+  - node_check
 options:
   expected_hcas:
     description:

@@ -21,13 +21,8 @@ description:
     running anything: C(<test>_perf.txt) for one node; for several, C(<test>_perf.<host1>+<host2>.txt)
     for exactly those nodes, else C(<test>_perf.<N>node.txt) for any N nodes (for example
     C(all_reduce_perf.2node.txt)); O(replay) keys are the binary name (C(all_reduce_perf))."
-author:
-  - clusterforge contributors
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
+extends_documentation_fragment:
+  - node_check
 options:
   test:
     description: The collective; the binary is C(<test>_perf) unless O(binary) is set.
