@@ -60,6 +60,11 @@ def measure(command: list[str], stdout=subprocess.DEVNULL) -> dict:
     }
 
 
+def _best(runs: list[dict], key: str = "wall_s") -> dict:
+    """The fastest of repeated measurements: slower runs only add this machine's noise."""
+    return min(runs, key=lambda found: found[key])
+
+
 def _normalised(path: Path) -> dict:
     """`ansible-inventory --list` output with member lists sorted: the order of groups
     differs between the two routes, their content must not."""
@@ -95,18 +100,16 @@ def main() -> int:
         }
         inventory = str(BIN / "ansible-inventory")
         for mode in ("--list", "--list --export", "--graph"):
-            outputs = {}
-            # Interleaved repeats, best wall time kept: this machine's speed drifts by a third
-            # over minutes, and the two routes should see the same drift.
+            outputs, runs = {}, {"plugin": [], "static": []}
+            # Interleaved repeats: this machine's speed drifts by a third over minutes, and the
+            # two routes should see the same drift.
             for _ in range(args.repeat):
                 for route, source in (("plugin", topology), ("static", static)):
-                    out = work / f"{route}{mode.replace(' ', '')}.out"
-                    with out.open("w") as handle:
-                        found = measure([inventory, "-i", str(source), *mode.split()], stdout=handle)
-                    key = f"{route} {mode}"
-                    if key not in results or found["wall_s"] < results[key]["wall_s"]:
-                        results[key] = found
-                    outputs[route] = out
+                    outputs[route] = work / f"{route}{mode.replace(' ', '')}.out"
+                    with outputs[route].open("w") as handle:
+                        runs[route].append(measure([inventory, "-i", str(source), *mode.split()], stdout=handle))
+            for route, found in runs.items():
+                results[f"{route} {mode}"] = _best(found)
             if mode != "--graph" and _normalised(outputs["plugin"]) != _normalised(outputs["static"]):
                 raise SystemExit(f"the plugin and the static YAML give different inventories ({mode})")
             results[f"ratio {mode} (plugin/static wall)"] = round(
@@ -116,17 +119,17 @@ def main() -> int:
         # parse differs; merging every host's variables and encoding the JSON is the same work.
         for route, source in (("plugin", topology), ("static", static)):
             phases = work / f"{route}-phases.json"
-            runs = []
+            found = []
             for _ in range(args.repeat):
                 measure([sys.executable, str(HERE / "inventory_phases.py"), str(phases), "-i", str(source), "--list"])
-                runs.append(json.loads(phases.read_text()))
-            results[f"{route} --list phases"] = min(runs, key=lambda found: found["total_s"])
+                found.append(json.loads(phases.read_text()))
+            results[f"{route} --list phases"] = _best(found, "total_s")
         shared = results["static --list phases"]
         results["shared per-host work / static --list"] = round(
             (shared["host_vars_s"] + shared["json_s"]) / shared["total_s"], 3
         )
         validate = [str(BIN / "clusterforge"), "topology", "validate", str(topology)]
-        results["validate"] = min((measure(validate) for _ in range(args.repeat)), key=lambda found: found["wall_s"])
+        results["validate"] = _best([measure(validate) for _ in range(args.repeat)])
     for key, value in results.items():
         print(f"{key:52} {value}")
     if args.json:

@@ -34,8 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    # validate needs no links: leaf ports are counted without them, and the spine and core
-    # tiers cannot run out of ports by construction (fabric.generate).
+    # validate needs no links: every size check is made without them (fabric.generate).
     plan = _load(args.file, links=args.topology_command != "validate")
     handler = {"show": _show, "validate": _validate, "render": _render, "draw": _draw}[args.topology_command]
     return handler(plan, args)

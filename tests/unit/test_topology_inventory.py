@@ -72,9 +72,8 @@ def test_superpod_unit_and_leaf_groups_hold_the_units_nodes(superpod):
 
 
 def test_leaf_groups_for_the_fabrics_listed(tmp_path):
-    source = with_ansible_settings(tmp_path, SUPERPOD, leaf_groups=["compute", "inband"])
-    data = build(load(source, links=False))
-    plan = load(source, links=False)
+    plan = load(with_ansible_settings(tmp_path, SUPERPOD, leaf_groups=["compute", "inband"]), links=False)
+    data = build(plan)
     # Each host sits in the group of the in-band leaf it is cabled to.
     for host, leaves in plan.fabrics["inband"].attachments.items():
         (leaf,) = leaves

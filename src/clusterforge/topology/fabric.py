@@ -97,9 +97,9 @@ def endpoints(topology: Topology, fabric_name: str, hosts: list[Host]) -> list[E
 
 def generate(topology: Topology, fabric_name: str, hosts: list[Host], links: bool = True) -> FabricPlan:
     """The fabric's switches and links. With links=False only the switches and the
-    attachments are made: what an inventory needs. Leaf ports are still counted against
-    the radix, and the spine and core tiers cannot run out of ports by construction (see
-    _spine_count and the core groups), so skipping the links skips no check."""
+    attachments are made: what an inventory needs. Leaf counts follow from the leaves'
+    downlink ports either way, and the spine and core tiers cannot run out of ports by
+    construction (see _spine_count and the core groups), so skipping the links skips no check."""
     spec = topology.fabrics[fabric_name]
     plan = FabricPlan(fabric_name, spec, complete=links)
     cabled = endpoints(topology, fabric_name, hosts)

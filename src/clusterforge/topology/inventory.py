@@ -79,7 +79,7 @@ def build(plan: ClusterPlan) -> InventoryData:
         site = role.site or topology.sites[0].name
         for group in (group_name("site", site), group_name("type", role.node_type)):
             data.children.setdefault(group, []).append(role_name)
-    fabrics = {name: plan.fabrics[name] for name in leaf_group_fabrics(topology) if name in plan.fabrics}
+    fabrics = {name: plan.fabrics[name] for name in leaf_group_fabrics(topology)}
     pods = {name: _leaf_group_pods(name, fabric) for name, fabric in fabrics.items()}
     host_template = topology.ansible.host
     for host in plan.hosts:
