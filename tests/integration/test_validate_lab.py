@@ -20,9 +20,9 @@ import yaml
 
 from clusterforge import check_cli
 from tests.integration.conftest import clusterforge
-from tests.unit.module_utils.samples import fixture, requires_shared
+from tests.unit.module_utils.samples import fixture
 
-pytestmark = [pytest.mark.lab, requires_shared]
+pytestmark = pytest.mark.lab
 
 PROJECT = Path(__file__).resolve().parents[2]
 LAB_NAME = "cfvalidate"  # its own name: never touches a lab the user (or another test) has up

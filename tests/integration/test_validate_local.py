@@ -18,9 +18,7 @@ import yaml
 
 from clusterforge import check_cli
 from tests.integration.conftest import clusterforge
-from tests.unit.module_utils.samples import fixture, requires_shared
-
-pytestmark = requires_shared
+from tests.unit.module_utils.samples import fixture
 
 PROJECT = Path(__file__).resolve().parents[2]
 HCAS = [("mlx5_0", "0000:18:00.0"), ("mlx5_3", "0000:40:00.0"), ("mlx5_4", "0000:4f:00.0"), ("mlx5_5", "0000:5e:00.0")]

@@ -11,9 +11,7 @@ import pytest
 
 from clusterforge import check_cli, errors
 from clusterforge.validation import report
-from tests.unit.module_utils.samples import fixture, load, requires_shared
-
-pytestmark = requires_shared
+from tests.unit.module_utils.samples import fixture, load
 
 
 def judged(kind: str, name: str, expected: dict) -> list[dict]:

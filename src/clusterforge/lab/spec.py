@@ -20,7 +20,7 @@ DEFAULT_SIZE = "small"
 # A lab is for trying roles, not for scale: more containers than this would starve the host.
 MAX_LAB_HOSTS = 16
 
-# How a node container runs systemd without --privileged (see shared DESIGN.md):
+# How a node container runs systemd without --privileged (measured on a machine where --privileged is refused):
 # the same settings are in .config/molecule/config.yml, and a unit test keeps the two equal.
 NODE_CAPABILITIES = ("SYS_ADMIN", "NET_ADMIN")
 NODE_SECURITY_OPTS = ("seccomp=unconfined", "apparmor=unconfined")

@@ -10,34 +10,27 @@ from __future__ import annotations
 from pathlib import Path
 
 import ansible.module_utils
-import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 MODULE_UTILS = REPO / "plugins" / "module_utils"
-# CI clones the repository with shared/ beside it; the real captured outputs live there.
-SHARED_FIXTURES = (REPO / ".." / "shared" / "fixtures").resolve()
-LOCAL_FIXTURES = REPO / "tests" / "fixtures"
-
-# Tests over the shared captures skip (rather than error) in a checkout without shared/ beside it.
-requires_shared = pytest.mark.skipif(not SHARED_FIXTURES.is_dir(), reason=f"no shared fixtures at {SHARED_FIXTURES}")
+# Real captured outputs, each with a .source file naming where it was published. The project
+# reads them only from here: a user's clone has nothing beside it.
+FIXTURES = REPO / "tests" / "fixtures"
 
 if str(MODULE_UTILS) not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(MODULE_UTILS))
 
 
 def fixture_files(kind: str) -> list[Path]:
-    """Every captured output of one kind, shared and local, sorted by name."""
-    files = [*(SHARED_FIXTURES / kind).glob("*.txt"), *(LOCAL_FIXTURES / kind).glob("*.txt")]
-    files += (LOCAL_FIXTURES / kind).glob("*.xml")
-    return sorted(files, key=lambda p: p.name)
+    """Every captured output of one kind, sorted by name."""
+    return sorted([*(FIXTURES / kind).glob("*.txt"), *(FIXTURES / kind).glob("*.xml")], key=lambda p: p.name)
 
 
 def fixture(kind: str, name: str) -> Path:
-    for root in (SHARED_FIXTURES, LOCAL_FIXTURES):
-        path = root / kind / name
-        if path.is_file():
-            return path
-    raise FileNotFoundError(f"no fixture {kind}/{name} under {SHARED_FIXTURES} or {LOCAL_FIXTURES}")
+    path = FIXTURES / kind / name
+    if not path.is_file():
+        raise FileNotFoundError(f"no fixture {kind}/{name} under {FIXTURES}")
+    return path
 
 
 def read(path: Path) -> str:

@@ -5,9 +5,7 @@ from ansible.module_utils import gpu_judge
 from ansible.module_utils.checks import FAIL, PASS, SKIPPED, WARN, overall
 from ansible.module_utils.dcgmi import DcgmiParseError, parse_dcgmi_diag
 
-from .samples import load, names, requires_shared
-
-pytestmark = requires_shared
+from .samples import load, names
 
 KIND = "dcgmi_diag"
 DEPLOYMENT = [

@@ -1,13 +1,12 @@
 """Every captured output parses or raises its parser's ParseError, whole or cut short.
 
 The per-parser test modules assert concrete values per file; this module makes sure no file in
-shared/fixtures or tests/fixtures is left out of those tables and that no input crashes a parser
+tests/fixtures is left out of those tables and that no input crashes a parser
 with anything but a ParseError.
 """
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
@@ -24,9 +23,7 @@ from ansible.module_utils import (
 )
 from ansible.module_utils.checks import ParseError
 
-from .samples import LOCAL_FIXTURES, SHARED_FIXTURES, fixture_files, read, requires_shared
-
-pytestmark = requires_shared
+from .samples import FIXTURES, fixture_files, read
 
 PARSERS = {
     "dcgmi_diag": dcgmi.parse_dcgmi_diag,
@@ -41,17 +38,21 @@ PARSERS = {
     "kernel_log_xid": xid.parse_kernel_log,
 }
 
+# parse_query reads both formats of `nvidia-smi -q` (text and -x XML): the same command.
+SAME_COMMAND = {"nvidia-smi_query": {"nvidia-smi_xml"}}
+# A kernel log may hold any line, so another command's output is a log without events.
+FINDS_NOTHING_IN_OTHER_TEXT = {"kernel_log_xid"}
+
 ALL = [(kind, path) for kind in sorted(PARSERS) for path in fixture_files(kind)]
 
 
 def test_every_fixture_kind_has_a_parser():
-    roots = [root for root in (SHARED_FIXTURES, LOCAL_FIXTURES) if root.is_dir()]
-    kinds = {p.name for root in roots for p in root.iterdir() if p.is_dir()}
+    kinds = {p.name for p in FIXTURES.iterdir() if p.is_dir()}
     assert kinds <= set(PARSERS), f"fixture folders without a parser: {sorted(kinds - set(PARSERS))}"
 
 
-def test_shared_fixtures_are_found():
-    assert sum(1 for _, path in ALL if SHARED_FIXTURES in path.parents) >= 30
+def test_fixtures_are_found():
+    assert len(ALL) >= 38
 
 
 @pytest.mark.parametrize("kind,path", ALL, ids=[p.name for _, p in ALL])
@@ -76,10 +77,19 @@ def test_whole_and_truncated_outputs_parse_or_raise_parse_error(kind: str, path:
 
 @pytest.mark.parametrize("kind", sorted(PARSERS))
 def test_other_commands_outputs_raise_parse_error_not_crash(kind: str):
-    """Feeding a parser the wrong command's output (a module ran the wrong tool) is a ParseError."""
+    """Feeding a parser the wrong command's output (a module ran the wrong tool) is a ParseError,
+    never a result made of whatever lines happened to match."""
     parse = PARSERS[kind]
+    accepted = []
     for other, path in ALL:
-        if other == kind:
+        if other == kind or other in SAME_COMMAND.get(kind, ()):
             continue
-        with contextlib.suppress(ParseError):
-            parse(read(path))
+        try:
+            result = parse(read(path))
+        except ParseError as exc:
+            assert str(exc), "a ParseError must say what is wrong"
+        else:
+            if kind in FINDS_NOTHING_IN_OTHER_TEXT and not result:
+                continue
+            accepted.append(f"{other}/{path.name}: {result!r:.120}")
+    assert not accepted, f"{kind} parser accepted other commands' outputs:\n" + "\n".join(accepted)

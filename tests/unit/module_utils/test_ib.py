@@ -9,9 +9,7 @@ from ansible.module_utils.ib_sysfs import IbSysfsParseError, read_ib_sysfs
 from ansible.module_utils.ibstat import IbstatParseError, parse_ibstat
 from ansible.module_utils.ibv_devinfo import IbvDevinfoParseError, parse_ibv_devinfo
 
-from .samples import load, names, requires_shared
-
-pytestmark = requires_shared
+from .samples import load, names
 
 IB_H100 = [f"mlx5_{i}" for i in (0, 3, 4, 5, 6, 9, 10, 11)]  # the 8 NDR HCAs of the eth-down capture
 ROCE_H100 = IB_H100  # the same slots carry the 400G ConnectX-7 ports in the RoCE capture

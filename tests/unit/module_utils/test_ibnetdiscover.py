@@ -5,9 +5,7 @@ from ansible.module_utils import cabling_judge
 from ansible.module_utils.checks import FAIL, PASS, SKIPPED
 from ansible.module_utils.ibnetdiscover import IbnetdiscoverParseError, parse_ibnetdiscover_ports, unique_links
 
-from .samples import load, names, requires_shared
-
-pytestmark = requires_shared
+from .samples import load, names
 
 KIND = "ibnetdiscover_iblinkinfo"
 EDR = "ibnetdiscover-p-edr-osc-subset-infiniband-exporter.txt"

@@ -7,9 +7,7 @@ from ansible.module_utils import nccl_judge
 from ansible.module_utils.checks import FAIL, PASS, SKIPPED, WARN
 from ansible.module_utils.nccl_tests import NcclTestsParseError, parse_nccl_tests
 
-from .samples import load, names, requires_shared
-
-pytestmark = requires_shared
+from .samples import load, names
 
 KIND = "nccl_all_reduce_perf"
 

@@ -5,9 +5,7 @@ from ansible.module_utils import gpu_judge, nvidia_smi, nvidia_topo, xid
 from ansible.module_utils.checks import FAIL, PASS, SKIPPED, WARN, overall
 from ansible.module_utils.nvidia_smi import NvidiaSmiParseError, PcieLink
 
-from .samples import load, names, requires_shared
-
-pytestmark = requires_shared
+from .samples import load, names
 
 # Expected facts per captured output; None means the file is not -q/-q -x output and must raise.
 QUERY = {

@@ -4,9 +4,7 @@ import pytest
 from ansible.module_utils import xid
 from ansible.module_utils.nvidia_topo import TopoParseError, parse_topo_matrix
 
-from .samples import load, names, requires_shared
-
-pytestmark = requires_shared
+from .samples import load, names
 
 TOPO = {
     "a10-4gpu-pcie-no-nvlink-sys.txt": {

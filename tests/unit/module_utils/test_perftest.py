@@ -5,9 +5,7 @@ from ansible.module_utils import ib_judge
 from ansible.module_utils.checks import FAIL, PASS, WARN
 from ansible.module_utils.perftest import PerftestParseError, parse_perftest
 
-from .samples import load, names, requires_shared
-
-pytestmark = requires_shared
+from .samples import load, names
 
 KIND = "ib_write_bw"
 

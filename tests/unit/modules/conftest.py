@@ -1,7 +1,7 @@
 """Module tests: the check modules run in-process with run_command and get_bin_path mocked.
 
 Importing samples puts plugins/module_utils into ``ansible.module_utils`` (as Ansible does when it
-packs a module) and gives the real captured outputs of ../shared/fixtures and tests/fixtures.
+packs a module) and gives the real captured outputs in tests/fixtures.
 """
 
 from __future__ import annotations

@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 from ansible.module_utils.cabling_plan import CablingPlanError, plan_links, speed_name
 
-from tests.unit.module_utils.samples import load, requires_shared
-
-pytestmark = requires_shared
+from tests.unit.module_utils.samples import load
 
 EDR = load("ibnetdiscover_iblinkinfo", "ibnetdiscover-p-edr-osc-subset-infiniband-exporter.txt")
 SUPERPOD = Path(__file__).resolve().parents[3] / "inventories" / "examples" / "h100-superpod.topology.yml"

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.module_utils.samples import load, requires_shared
-
-pytestmark = requires_shared
+from tests.unit.module_utils.samples import load
 
 H100_535_161 = load("nvidia-smi_query", "h100-8gpu-nvidia-smi-q-535.161.08-gpud.txt")
 A100 = load("nvidia-smi_query", "a100-sxm4-40gb-8gpu-nvidia-smi-a-535.129.03.txt")

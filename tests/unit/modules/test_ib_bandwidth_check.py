@@ -8,9 +8,7 @@ from typing import ClassVar
 
 import pytest
 
-from tests.unit.module_utils.samples import load, requires_shared
-
-pytestmark = requires_shared
+from tests.unit.module_utils.samples import load
 
 KIND = "ib_write_bw"
 CX7 = load(KIND, "roce-400g-cx7-gpudirect-dmabuf-client-gardenlinux.txt")

@@ -6,11 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.module_utils.samples import load, requires_shared
+from tests.unit.module_utils.samples import load
 
 from .conftest import HCA_PCI, pci_tree
-
-pytestmark = requires_shared
 
 IB_H100 = [f"mlx5_{i}" for i in (0, 3, 4, 5, 6, 9, 10, 11)]
 ETH_DOWN = load("ibstat", "h100-ndr400-ib-active-eth-down-disabled-gpud.txt")

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.module_utils.samples import load, requires_shared
-
-pytestmark = requires_shared
+from tests.unit.module_utils.samples import load
 
 KIND = "nccl_all_reduce_perf"
 H100_NODE = load(KIND, "h100-8gpu-single-node-bitdeer.txt")
