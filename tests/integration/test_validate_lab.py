@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterforge import check_cli
+from clusterforge.cli import check as check_cli
 from tests.integration.conftest import clusterforge
 from tests.unit.module_utils.samples import fixture
 

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge import errors, runner
+from clusterforge import errors
 from clusterforge.errors import UsageError
+from clusterforge.runner import playbook as runner
 
 # The shape of ansible-runner's Runner.stats (from the playbook_on_stats event).
 STATS = {

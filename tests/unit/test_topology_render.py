@@ -15,7 +15,8 @@ import hostlist
 import pytest
 import yaml
 
-from clusterforge import cli, topology_cli
+from clusterforge import cli
+from clusterforge.cli import topology as topology_cli
 from clusterforge.errors import UsageError
 from clusterforge.topology import TopologyError, load
 from clusterforge.topology.inventory import build

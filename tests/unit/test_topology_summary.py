@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterforge import cli, topology_cli
+from clusterforge import cli
+from clusterforge.cli import topology as topology_cli
 from clusterforge.errors import EXIT_USAGE, UsageError
 from clusterforge.topology import load
-from clusterforge.topology.summary import summarise
+from clusterforge.topology.render.summary import summarise
 
 SUPERPOD = Path(__file__).resolve().parents[2] / "inventories" / "examples" / "h100-superpod.topology.yml"
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge import check_cli, errors
+from clusterforge import errors
+from clusterforge.cli import check as check_cli
 from clusterforge.validation import report
 from tests.unit.module_utils.samples import fixture, load
 

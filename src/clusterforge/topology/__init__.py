@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from clusterforge.topology import checks
+from clusterforge.topology import consistency
 from clusterforge.topology.addressing import Subnet
 from clusterforge.topology.fabric import FabricPlan, FabricSizeError, generate
 from clusterforge.topology.hosts import Host, expand_hosts
@@ -84,28 +84,28 @@ def load(path: str | Path, links: bool = True) -> ClusterPlan:
         topology = Topology.model_validate(data)
     except ValidationError as exc:
         fail([(_location(error["loc"]), _message(error)) for error in exc.errors()])
-    problems = checks.references(topology)
+    problems = consistency.references(topology)
     if problems:
         fail(problems)
     hosts = expand_hosts(topology)
-    problems = checks.hostnames(hosts, topology)
+    problems = consistency.hostnames(hosts, topology)
     fabrics: dict[str, FabricPlan] = {}
     for name in topology.fabrics:
         try:
             fabrics[name] = generate(topology, name, hosts, links=links)
         except FabricSizeError as exc:
             problems.append((("fabrics", name, *exc.field), str(exc)))
-    plan_subnets = checks.plan_subnets(topology)
+    plan_subnets = consistency.plan_subnets(topology)
     plan = ClusterPlan(path, topology, hosts, {s.name: s for s in plan_subnets}, fabrics)
     problems.extend(_ipoib_problems(plan))
     if not problems:
-        problems.extend(checks.subnets(topology, plan_subnets, _address_demand(plan)))
+        problems.extend(consistency.subnets(topology, plan_subnets, _address_demand(plan)))
     if problems:
         fail(problems)
     return plan
 
 
-def _ipoib_problems(plan: ClusterPlan) -> list[checks.Problem]:
+def _ipoib_problems(plan: ClusterPlan) -> list[consistency.Problem]:
     given = len(plan.topology.addressing.ipoib)
     if not given:
         return []

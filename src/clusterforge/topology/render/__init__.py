@@ -19,7 +19,7 @@ RENDERERS = (slurm, nccl, k8s_labels, cabling, bom, static_inventory)
 
 def files(plan: ClusterPlan) -> dict[str, str]:
     """Every output, rendered in full before anything is written."""
-    from clusterforge.topology.summary import require_links, summarise  # summary imports render.bom
+    from clusterforge.topology.render.summary import require_links, summarise  # summary imports render.bom
 
     require_links(plan)
     found: dict[str, str] = {}

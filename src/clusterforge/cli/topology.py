@@ -78,7 +78,7 @@ def _validate(plan: ClusterPlan, args: argparse.Namespace) -> int:
 
 def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
     from clusterforge.topology.render.bom import BomError
-    from clusterforge.topology.summary import summarise
+    from clusterforge.topology.render.summary import summarise
 
     try:
         summary = summarise(plan)

@@ -1,40 +1,24 @@
-"""clusterforge: provision GPU training clusters with Ansible, on a local container lab
-or a real cluster."""
+"""clusterforge lab: the local container lab (the embedded default)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from clusterforge import __version__, check_cli, run_cli, topology_cli
-from clusterforge.errors import EXIT_INTERRUPTED, EXIT_USAGE, ClusterforgeError, UsageError
+from clusterforge.errors import UsageError
 from clusterforge.lab import spec
 from clusterforge.lab.image import BUILDERS
 from clusterforge.paths import project_dir
 
 console = Console()
-err_console = Console(stderr=True)
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse exits with 2 on bad arguments; clusterforge documents 4 for that."""
-
-    def error(self, message: str):
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="clusterforge", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"clusterforge {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    lab = commands.add_parser("lab", help="the local container lab (the embedded default)")
-    lab_commands = lab.add_subparsers(dest="lab_command", required=True, parser_class=_Parser)
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    lab = subparsers.add_parser("lab", help="the local container lab (the embedded default)")
+    lab_commands = lab.add_subparsers(dest="lab_command", required=True, parser_class=type(lab))
     lab_up = lab_commands.add_parser("up", help="build the image once, start the lab nodes")
     lab_up.add_argument(
         "--size",
@@ -51,11 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     for sub in lab_commands.choices.values():
         sub.add_argument("--name", default="lab", help="lab name, for several labs (default lab)")
 
-    topology_cli.add_parser(commands)
-
-    run_cli.add_parser(commands)
-    check_cli.add_parser(commands)
-    return parser
+    return lab
 
 
 def _add_image_options(parser: argparse.ArgumentParser) -> None:
@@ -74,26 +54,8 @@ def _add_image_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mirror", help="Debian mirror for debootstrap")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        if args.command == "lab":
-            return _lab(args)
-        if args.command == "topology":
-            return topology_cli.run(args)
-        if args.command in check_cli.COMMANDS:
-            return check_cli.run(args)
-        return run_cli.run(args)
-    except ClusterforgeError as exc:
-        err_console.print(f"[bold red]clusterforge: error:[/] {exc}", highlight=False, soft_wrap=True)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        err_console.print("clusterforge: interrupted")
-        return EXIT_INTERRUPTED
-
-
-def _lab(args: argparse.Namespace) -> int:
-    from clusterforge.lab import cluster, engine, image
+def run(args: argparse.Namespace) -> int:
+    from clusterforge.lab import cluster, engine, image  # Docker SDK only when a lab command runs
 
     if args.lab_command == "up":
         if args.size is not None:
@@ -158,7 +120,3 @@ def _print_status(nodes) -> None:
             node.image,
         )
     console.print(table)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -25,7 +25,7 @@ from clusterforge.errors import (
     UsageError,
 )
 from clusterforge.paths import state_dir
-from clusterforge.run_record import RunRecorder
+from clusterforge.runner.record import RunRecorder
 
 STAGES = ("preflight", "base", "gpu", "containers", "kubernetes", "storage", "validate")
 # Playbooks that are not stages of site.yml but run by name.

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clusterforge.runner import RunResult
+    from clusterforge.runner.playbook import RunResult
 
 
 def summary(result: RunResult) -> dict[str, Any]:

@@ -10,11 +10,12 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from clusterforge import run_report, runner
 from clusterforge.errors import UsageError
 from clusterforge.paths import project_dir
-from clusterforge.progress import choose
-from clusterforge.run_record import RunRecorder
+from clusterforge.runner import playbook as runner
+from clusterforge.runner import report as run_report
+from clusterforge.runner.progress import choose
+from clusterforge.runner.record import RunRecorder
 
 console = Console()
 

@@ -5,8 +5,8 @@
     clusterforge check judge KIND FILE [--expect KEY=VALUE ...] [--plan CSV] [--json]
         parse a saved command output with the node checks' parser and judge it, as the modules do
 
-Wiring (cli.py): ``check_cli.add_parser(commands)`` adds both commands; dispatch
-``if args.command in check_cli.COMMANDS: return check_cli.run(args)``.
+Wiring (cli/__init__.py): ``add_parser(commands)`` adds both commands; main() dispatches
+the commands in ``COMMANDS`` to ``run(args)``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from clusterforge.run_record import RunRecorder
+from clusterforge.runner.record import RunRecorder
 
 
 def _clock(seconds: float) -> str:

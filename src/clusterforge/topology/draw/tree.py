@@ -1,0 +1,532 @@
+"""Fat trees: scalable units holding their leaves, the spine tier (per pod in three-tier trees)
+and the core tier, with leaf-spine links drawn as lines or labelled bundles."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from clusterforge.topology.draw.canvas import (
+    COLOURS,
+    DASH,
+    DOT,
+    GUTTER,
+    MARGIN,
+    PAD,
+    PAIR_LINES_MAX,
+    POD_GAP,
+    ROW_H,
+    TIER_GAP,
+    TIMES,
+    UNIT_GAP,
+    UNIT_TEXT,
+    Box,
+    Canvas,
+    Links,
+    bundle,
+    fit,
+    min_width,
+    per_pair,
+    place_line_labels,
+    plural,
+    row_width,
+    text_box,
+    text_width,
+)
+from clusterforge.topology.fabric import FabricPlan, Switch
+
+# --- fat trees --------------------------------------------------------------------------------
+
+
+@dataclass
+class Part:
+    """The leaves of one scalable unit inside one pod (a unit wider than a pod is split)."""
+
+    unit: int
+    leaves: list[Switch] = field(default_factory=list)
+    nodes: int = 0
+    gpus: int = 0
+    uplinks: int = 0
+    count: int = 1  # > 1: a run of identical consecutive units drawn as one box
+
+
+@dataclass
+class Pod:
+    number: int | None  # None for a two-tier tree: one pod holding everything
+    spines: list[Switch] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
+    uplinks: int = 0
+
+
+def _tree_model(fabric: FabricPlan, gpus: dict[str, int]) -> tuple[list[Pod], list[Switch]]:
+    """Pods with their spines and unit parts, and the cores."""
+    if len(fabric.tiers()) > 1 and not any(link.tier == "leaf-spine" for link in fabric.links):
+        raise ValueError(f"fabric {fabric.name} was generated without its links; load the topology with links=True")
+    by_name = {s.name: s for s in fabric.switches}
+    pods: dict[int | None, Pod] = {}
+    for spine in (s for s in fabric.switches if s.tier == "spine"):
+        pods.setdefault(spine.pod, Pod(spine.pod)).spines.append(spine)
+    uplinks: Counter[str] = Counter()
+    for link in fabric.links:
+        if link.tier == "leaf-spine":
+            uplinks[link.a] += 1
+        elif link.tier == "spine-core":
+            pods[by_name[link.a].pod].uplinks += 1
+    parts: dict[tuple[int | None, int], Part] = {}
+    for leaf in (s for s in fabric.switches if s.tier == "leaf"):
+        pod = fabric.leaf_pods.get(leaf.name)
+        part = parts.get((pod, leaf.unit or 0))
+        if part is None:
+            part = parts[(pod, leaf.unit or 0)] = Part(leaf.unit or 0)
+            pods.setdefault(pod, Pod(pod)).parts.append(part)
+        part.leaves.append(leaf)
+        part.uplinks += uplinks[leaf.name]
+    part_of = {leaf.name: part for part in parts.values() for leaf in part.leaves}
+    for host, leaves in fabric.attachments.items():
+        part_of[leaves[0]].nodes += 1
+        part_of[leaves[0]].gpus += gpus.get(host, 0)
+    cores = [s for s in fabric.switches if s.tier == "core"]
+    ordered = sorted(pods.values(), key=lambda p: -1 if p.number is None else p.number)
+    return [p for p in ordered if p.parts or p.spines], cores
+
+
+def _runs(parts: list[Part]) -> list[Part]:
+    """Consecutive units with the same leaves and nodes merged into one part each."""
+    runs: list[Part] = []
+    for part in parts:
+        last = runs[-1] if runs else None
+        same = (
+            last is not None
+            and part.unit
+            and last.unit
+            and part.unit == last.unit + last.count
+            and len(part.leaves) * last.count == len(last.leaves)
+            and part.nodes * last.count == last.nodes
+        )
+        if same:
+            last.leaves.extend(part.leaves)
+            last.nodes += part.nodes
+            last.gpus += part.gpus
+            last.uplinks += part.uplinks
+            last.count += 1
+        else:
+            runs.append(Part(part.unit, list(part.leaves), part.nodes, part.gpus, part.uplinks))
+    return runs
+
+
+def _leaf_labels(part: Part) -> list[str]:
+    """Short names inside leaf boxes: the rail (r3, or r3.2 with several leaves per rail) or L1.."""
+    per_rail = Counter(leaf.rail for leaf in part.leaves)
+    seen: Counter[int | None] = Counter()
+    labels = []
+    for leaf in part.leaves:
+        seen[leaf.rail] += 1
+        if leaf.rail is None:
+            labels.append(f"L{seen[None]}" if len(part.leaves) > 1 else "leaf")
+        else:
+            labels.append(f"r{leaf.rail}" if per_rail[leaf.rail] == 1 else f"r{leaf.rail}.{seen[leaf.rail]}")
+    return labels
+
+
+def _unit_name(part: Part, has_units: bool) -> str:
+    if part.unit and part.count > 1:
+        return f"SU{part.unit}{DASH}SU{part.unit + part.count - 1}"
+    if part.unit:
+        return f"SU{part.unit}"
+    return "service" if has_units else "nodes"
+
+
+@dataclass
+class Layout:
+    """How the units are drawn: 'leaves' (each leaf a box), 'units' (one box per unit or per
+    run of identical units, `per_row` to a row in each column) or 'pods' (one box per pod)."""
+
+    mode: str
+    pods: list[Pod]
+    columns: list[tuple[float, float]]
+    per_row: list[int]
+
+
+LEAF_GAP = 4
+MAX_UNIT_ROWS = 4  # more rows of unit boxes than this and identical units are merged
+
+
+def _part_texts(part: Part, has_units: bool) -> list[list[str]]:
+    """Option lists (most detailed first) for the lines of a collapsed unit box."""
+    name = [_unit_name(part, has_units)]
+    if part.count == 1:
+        return [name, [plural(len(part.leaves), "leaf", "leaves")], [plural(part.nodes, "node")]]
+    leaves, nodes = len(part.leaves) // part.count, part.nodes // part.count
+    return [
+        name,
+        [f"{part.count} units"],
+        [f"{plural(leaves, 'leaf', 'leaves')} each", plural(leaves, "leaf", "leaves")],
+        [f"{plural(nodes, 'node')} each", plural(nodes, "node")],
+    ]
+
+
+def _columns(pods: list[Pod], x0: float, x1: float) -> list[tuple[float, float]]:
+    """Pod columns, as wide as their share of the unit parts."""
+    weights = [max(1, len(p.parts)) for p in pods]
+    room = x1 - x0 - POD_GAP * (len(pods) - 1)
+    columns, x = [], x0
+    for weight in weights:
+        width = room * weight / sum(weights)
+        columns.append((x, x + width))
+        x += width + POD_GAP
+    return columns
+
+
+def _leaves_fit(pods: list[Pod], columns: list[tuple[float, float]], has_units: bool) -> bool:
+    """Whether every unit box can show its leaves one by one, with readable labels."""
+    for pod, (c0, c1) in zip(pods, columns, strict=True):
+        part_w = row_width(c1 - c0, len(pod.parts))
+        for part in pod.parts:
+            leaf_w = max(20, max(text_width(label, UNIT_TEXT) for label in _leaf_labels(part)) + 8)
+            needed = 2 * PAD + len(part.leaves) * leaf_w + LEAF_GAP * (len(part.leaves) - 1)
+            if part_w < max(needed, min_width(_part_texts(part, has_units)[:1], 11)):
+                return False
+    return True
+
+
+def _per_row(pods: list[Pod], columns: list[tuple[float, float]], has_units: bool) -> list[int]:
+    """Unit boxes per row in each column: at full detail where that fits, else abbreviated."""
+    counts = []
+    for pod, (c0, c1) in zip(pods, columns, strict=True):
+        texts = [_part_texts(p, has_units) for p in pod.parts]
+        fitting = 0
+        for shortest in (False, True):
+            unit_min = max(min_width(t, UNIT_TEXT, shortest) for t in texts)
+            fitting = min(len(pod.parts), int((c1 - c0 + UNIT_GAP) // (unit_min + UNIT_GAP)))
+            if fitting >= 1:
+                break
+        counts.append(fitting)
+    return counts
+
+
+def _plan_layout(pods: list[Pod], x0: float, x1: float, has_units: bool) -> Layout:
+    columns = _columns(pods, x0, x1)
+    if _leaves_fit(pods, columns, has_units):
+        return Layout("leaves", pods, columns, [len(p.parts) for p in pods])
+    per_row = _per_row(pods, columns, has_units)
+    if min(per_row) >= 1:
+        rows = max(math.ceil(len(p.parts) / n) for p, n in zip(pods, per_row, strict=True))
+        if rows <= MAX_UNIT_ROWS:
+            return Layout("units", pods, columns, per_row)
+        merged = [Pod(p.number, p.spines, _runs(p.parts), p.uplinks) for p in pods]
+        per_row = _per_row(merged, columns, has_units)
+        if min(per_row) >= 1:
+            return Layout("units", merged, columns, per_row)
+    return Layout("pods", pods, [(x0, x1)], [])
+
+
+def _switch_row(canvas: Canvas, switches: list[Switch], span: tuple[float, float], y: float, bar: list[str]):
+    """Switches side by side when their names fit, else one bar labelled with `bar` options.
+    Returns the x centre of each switch drawn (empty for a bar) and the span covered."""
+    x0, x1 = span
+    names = [_short(s) for s in switches]
+    fill = COLOURS[switches[0].tier]
+    box_w = min(110.0, row_width(x1 - x0, len(switches), 6))
+    if box_w >= max(text_width(n, UNIT_TEXT) for n in names) + 8:
+        total = box_w * len(switches) + 6 * (len(switches) - 1)
+        left = (x0 + x1 - total) / 2
+        centres = {}
+        for i, (switch, name) in enumerate(zip(switches, names, strict=True)):
+            bx = left + i * (box_w + 6)
+            canvas.rect(Box(bx, y, box_w, ROW_H), fill, obstacle=True)
+            canvas.text(bx + box_w / 2, y + ROW_H / 2 + 4, name, UNIT_TEXT)
+            centres[switch.name] = bx + box_w / 2
+        return centres, (left, left + total)
+    canvas.rect(Box(x0, y, x1 - x0, ROW_H), fill, obstacle=True)
+    label, size = fit(bar, x1 - x0 - 8, 11)
+    canvas.text((x0 + x1) / 2, y + ROW_H / 2 + 4, label, size)
+    return {}, (x0, x1)
+
+
+def _short(switch: Switch) -> str:
+    """A switch name without its fabric and pod: compute-pod2-spine07 -> spine07, compute-core03-01 -> core03-01."""
+    name = switch.name.split("-", 1)[-1]  # fabric names cannot contain "-" (model.NAME_PATTERN)
+    return name.removeprefix(f"pod{switch.pod}-") if switch.pod is not None else name
+
+
+def _core_bar(cores: list[Switch], fabric: FabricPlan) -> list[str]:
+    """Bar label options for collapsed cores, naming the core groups (cores that serve the
+    same spines) when there are several."""
+    serves: dict[str, set[str]] = defaultdict(set)
+    for link in fabric.links:
+        if link.tier == "spine-core":
+            serves[link.b].add(link.a)
+    groups = Counter(frozenset(v) for v in serves.values())
+    sizes = set(groups.values())
+    words = [f"{len(cores)} core switches", f"{len(cores)} cores"]
+    if len(groups) > 1 and len(sizes) == 1:
+        return [f"{words[0]}{DOT}{len(groups)} groups of {sizes.pop()}", *words]
+    return words
+
+
+def _gutter(canvas: Canvas, y: float, lines: list[str], bold: bool = False) -> None:
+    """Tier names and link totals in the left column, centred on y."""
+    top = y - (len(lines) - 1) * 7
+    for i, line in enumerate(lines):
+        text, size = fit([line], GUTTER - 10, 12 if bold else 11)
+        canvas.text(MARGIN, top + i * 14 + 4, text, size, anchor="start", bold=bold, colour="#333")
+
+
+@dataclass
+class Column:
+    """What was drawn for one pod: its unit boxes and the span of its spine row."""
+
+    pod: Pod
+    span: tuple[float, float]
+    per_row: int
+    boxes: list[Box]
+    spine_span: tuple[float, float]
+    singly: bool  # spines drawn one by one rather than as a bar
+
+
+def draw_tree(canvas: Canvas, fabric: FabricPlan, gpus: dict[str, int], top: float, has_units: bool) -> None:
+    """Core row, then per pod its spine row over its unit boxes, then the link captions."""
+    pods, cores = _tree_model(fabric, gpus)
+    x0, x1 = MARGIN + GUTTER, canvas.width - MARGIN
+    layout = _plan_layout(pods, x0, x1, has_units)
+    links = Links.of(fabric)
+    y = top + 10
+    core_span = None
+    if cores:
+        _gutter(canvas, y + ROW_H / 2, ["core"], bold=True)
+        _, core_span = _switch_row(canvas, cores, (x0, x1), y, _core_bar(cores, fabric))
+        _gutter(canvas, y + ROW_H + TIER_GAP / 2, _tier_total(links.pairs["spine-core"]))
+        y += ROW_H + TIER_GAP
+    if layout.mode == "pods":
+        bottom = _draw_pod_grid(canvas, layout.pods, (x0, x1), y, has_units)
+        _gutter(canvas, (y + bottom) / 2, ["pods"], bold=True)
+        if core_span:
+            total = links.bundle("spine-core", sum(p.uplinks for p in layout.pods))
+            _fan_with_label(canvas, (x0, x1, y), (*core_span, y - TIER_GAP), total)
+    else:
+        bottom = _draw_columns(canvas, layout, y, core_span, links, has_units)
+    _captions(canvas, fabric, links, bottom + 24)
+
+
+def _draw_columns(
+    canvas: Canvas, layout: Layout, y: float, core_span: tuple[float, float] | None, links: Links, has_units: bool
+) -> float:
+    """Each pod's spines (with their bundle up to the cores) over its units; returns the y below."""
+    has_spines = any(p.spines for p in layout.pods)
+    spine_y, unit_y = y, y + (ROW_H + TIER_GAP if has_spines else 0)
+    framed = len(layout.pods) > 1
+    lines = max(len(_part_texts(part, has_units)) for pod in layout.pods for part in pod.parts)
+    height = 76 if layout.mode == "leaves" else 14 + 14 * lines
+    leaf_centres: dict[str, tuple[float, float]] = {}
+    spine_centres: dict[str, float] = {}
+    columns = []
+    for pod, span, per_row in zip(layout.pods, layout.columns, layout.per_row, strict=True):
+        spine_span, centres = span, {}
+        if pod.spines:
+            count = plural(len(pod.spines), "spine")
+            bar = [f"pod {pod.number}{DOT}{count}", count] if pod.number is not None else [count]
+            centres, spine_span = _switch_row(canvas, pod.spines, span, spine_y, bar)
+            spine_centres |= centres
+            if core_span and pod.uplinks:
+                upper = (*core_span, spine_y - TIER_GAP)
+                _fan_with_label(canvas, (*spine_span, spine_y), upper, links.bundle("spine-core", pod.uplinks))
+        boxes = _draw_parts(canvas, pod, span, (unit_y, height), layout.mode, per_row, has_units, leaf_centres)
+        columns.append(Column(pod, span, per_row, boxes, spine_span, bool(centres)))
+    bottom = max(box.y + box.h for column in columns for box in column.boxes)
+    if framed:  # dashed frames show which units hang under which pod's spines
+        for column in columns:
+            x, right = column.span[0] - POD_GAP / 3, column.span[1] + POD_GAP / 3
+            canvas.rect(Box(x, spine_y - 24, right - x, bottom + 30 - spine_y), COLOURS["pod"], dashed=True)
+            name = f"pod {column.pod.number}"
+            named = column.pod.number is None or not column.singly  # a spine bar names its pod
+            if not named and canvas.free(text_box(x + 6, spine_y - 8, name, UNIT_TEXT, "start")):
+                canvas.text(x + 6, spine_y - 8, name, UNIT_TEXT, anchor="start", bold=True, colour="#666")
+        bottom += 6
+    _gutter(canvas, (unit_y + bottom) / 2, ["leaf"], bold=True)
+    if has_spines:
+        _gutter(canvas, spine_y + ROW_H / 2, ["spine"], bold=True)
+        singly = layout.mode == "leaves" and all(s.name in spine_centres for p in layout.pods for s in p.spines)
+        total = _leaf_spine_links(canvas, columns, links, spine_y + ROW_H, (leaf_centres, spine_centres), singly)
+        _gutter(canvas, spine_y + ROW_H + TIER_GAP / 2, total)
+    return bottom
+
+
+def _leaf_spine_links(
+    canvas: Canvas,
+    columns: list[Column],
+    links: Links,
+    spine_bottom: float,
+    centres: tuple[dict[str, tuple[float, float]], dict[str, float]],
+    singly: bool,
+) -> list[str]:
+    """A line per leaf-spine pair while there are few pairs and every switch has its own box,
+    else a bundle per unit (or per column of units); returns the gutter lines for the tier."""
+    pairs = links.pairs["leaf-spine"]
+    total = _tier_total(pairs)
+    if singly and len(pairs) <= PAIR_LINES_MAX:
+        if not _pair_lines(canvas, pairs, *centres, spine_bottom, links.speeds["leaf-spine"]):
+            counts = set(pairs.values())
+            if len(counts) == 1:  # too crowded to label every line: say it once, in the gutter
+                total.append(f"each line {links.bundle('leaf-spine', counts.pop())}")
+        return total
+    for column in columns:
+        if column.pod.spines:
+            spines = (*column.spine_span, spine_bottom)
+            _unit_fans(canvas, column, spines, links.speeds["leaf-spine"])
+    return total
+
+
+def _tier_total(pairs: Counter) -> list[str]:
+    return [plural(sum(pairs.values()), "link"), per_pair(pairs)] if pairs else []
+
+
+def _draw_parts(
+    canvas: Canvas,
+    pod: Pod,
+    column: tuple[float, float],
+    at: tuple[float, float],
+    mode: str,
+    per_row: int,
+    has_units: bool,
+    leaf_centres: dict[str, tuple[float, float]],
+) -> list[Box]:
+    """The unit boxes of one pod column (top y and height `at`), `per_row` to a row."""
+    y, height = at
+    widest = max(len(p.leaves) for p in pod.parts)
+    # no wider than their contents need, so a small fabric is not stretched over the page
+    cap = max(240, 2 * PAD + widest * (64 + LEAF_GAP)) if mode == "leaves" else 160
+    part_w = min(cap, row_width(column[1] - column[0], per_row))
+    left = (column[0] + column[1] - (part_w * per_row + UNIT_GAP * (per_row - 1))) / 2
+    boxes = []
+    for n, part in enumerate(pod.parts):
+        row, col = divmod(n, per_row)
+        box = Box(left + col * (part_w + UNIT_GAP), y + row * (height + UNIT_GAP), part_w, height)
+        canvas.rect(box, COLOURS["unit"])
+        if mode == "leaves":
+            _leaf_box_contents(canvas, part, box, has_units, leaf_centres)
+        else:
+            _unit_box_contents(canvas, part, box, has_units)
+        boxes.append(box)
+    return boxes
+
+
+def _unit_box_contents(canvas: Canvas, part: Part, box: Box, has_units: bool) -> None:
+    for line, options in enumerate(_part_texts(part, has_units)):
+        text, size = fit(options, box.w - 2 * PAD, 11 if line == 0 else UNIT_TEXT)
+        canvas.text(box.x + box.w / 2, box.y + 18 + line * 14, text, size, bold=line == 0)
+
+
+def _leaf_box_contents(
+    canvas: Canvas, part: Part, box: Box, has_units: bool, leaf_centres: dict[str, tuple[float, float]]
+) -> None:
+    """A unit box with its leaves in a row: name on top, node and GPU counts below."""
+    name, size = fit([_unit_name(part, has_units)], box.w - 2 * PAD, 11)
+    canvas.text(box.x + box.w / 2, box.y + 15, name, size, bold=True)
+    count = len(part.leaves)
+    leaf_w = min(64.0, row_width(box.w - 2 * PAD, count, LEAF_GAP))
+    left = box.x + (box.w - (leaf_w * count + LEAF_GAP * (count - 1))) / 2
+    for i, (leaf, label) in enumerate(zip(part.leaves, _leaf_labels(part), strict=True)):
+        leaf_box = Box(left + i * (leaf_w + LEAF_GAP), box.y + 22, leaf_w, 26)
+        canvas.rect(leaf_box, COLOURS["leaf"], obstacle=True)
+        canvas.text(leaf_box.x + leaf_w / 2, leaf_box.y + 17, label, UNIT_TEXT)
+        leaf_centres[leaf.name] = (leaf_box.x + leaf_w / 2, leaf_box.y)
+    nodes = plural(part.nodes, "node")
+    text, size = fit([f"{nodes}{DOT}{part.gpus} GPUs" if part.gpus else nodes, nodes], box.w - 2 * PAD, UNIT_TEXT)
+    canvas.text(box.x + box.w / 2, box.y + 66, text, size, colour="#444")
+
+
+def _fan_with_label(
+    canvas: Canvas, bottom: tuple[float, float, float], top: tuple[float, float, float], label: str
+) -> None:
+    """A bundle between two spans, labelled just above its lower end."""
+    bx0, bx1, by = bottom
+    inset = (bx1 - bx0) * 0.2
+    canvas.fan((bx0 + inset, bx1 - inset, by), top, 0.14)
+    text, size = fit([label, label.split(TIMES)[0]], bx1 - bx0 - 4, UNIT_TEXT)
+    box = text_box((bx0 + bx1) / 2, by - 6, text, size)
+    if canvas.free(box):
+        canvas.text((bx0 + bx1) / 2, by - 6, text, size, halo=True)
+
+
+def _unit_fans(canvas: Canvas, column: Column, spines: tuple[float, float, float], speeds: set[int]) -> None:
+    """Bundles from units up to their pod's spines: one per unit when the units sit in one row,
+    else one for the whole column from its top row."""
+    boxes = column.boxes
+    if len(boxes) <= column.per_row:
+        for part, box in zip(column.pod.parts, boxes, strict=True):
+            _fan_with_label(canvas, (box.x, box.x + box.w, box.y), spines, bundle(part.uplinks, speeds))
+        return
+    top_row = boxes[: column.per_row]
+    total = sum(p.uplinks for p in column.pod.parts)
+    bottom = (top_row[0].x, top_row[-1].x + top_row[-1].w, top_row[0].y)
+    _fan_with_label(canvas, bottom, spines, bundle(total, speeds))
+
+
+def _pair_lines(
+    canvas: Canvas,
+    pairs: Counter,
+    leaves: dict[str, tuple[float, float]],
+    spines: dict[str, float],
+    spine_bottom: float,
+    speeds: set[int],
+) -> bool:
+    """One line per leaf-spine pair; True when every line got its label."""
+    lines = []
+    for (leaf, spine), count in pairs.items():
+        lx, ly = leaves[leaf]
+        canvas.line(lx, ly, spines[spine], spine_bottom, min(1 + count / 2, 5))
+        lines.append(((lx, ly), (spines[spine], spine_bottom), bundle(count, speeds)))
+    return place_line_labels(canvas, lines)
+
+
+def _draw_pod_grid(canvas: Canvas, pods: list[Pod], span: tuple[float, float], y: float, has_units: bool) -> float:
+    """Pods collapsed to one box each (spines, leaves, units), in as many rows as needed."""
+    texts = [_pod_texts(pod, has_units) for pod in pods]
+    per_row = 1
+    for shortest in (False, True):
+        min_w = max(min_width(t, UNIT_TEXT, shortest) for t in texts)
+        per_row = max(1, int((span[1] - span[0] + UNIT_GAP) // (min_w + UNIT_GAP)))
+        if per_row * 8 >= len(pods):  # at most 8 rows before abbreviating
+            break
+    box_w = row_width(span[1] - span[0], per_row)
+    height = 18 + 14 * len(texts[0])
+    for n, lines in enumerate(texts):
+        row, col = divmod(n, per_row)
+        box = Box(span[0] + col * (box_w + UNIT_GAP), y + row * (height + UNIT_GAP), box_w, height)
+        canvas.rect(box, COLOURS["spine"])
+        for line, options in enumerate(lines):
+            text, size = fit(options, box_w - 2 * PAD, 11 if line == 0 else UNIT_TEXT)
+            canvas.text(box.x + box_w / 2, box.y + 16 + 14 * line, text, size, bold=line == 0)
+    rows = math.ceil(len(pods) / per_row)
+    return y + rows * (height + UNIT_GAP) - UNIT_GAP
+
+
+def _pod_texts(pod: Pod, has_units: bool) -> list[list[str]]:
+    units = [p.unit for p in pod.parts]
+    named = [_unit_name(p, has_units) for p in pod.parts]
+    span = named[0] if len(named) == 1 else f"{named[0]}{DASH}{named[-1]}"
+    leaves = sum(len(p.leaves) for p in pod.parts)
+    return [
+        [f"pod {pod.number}"],
+        [plural(len(pod.spines), "spine"), f"{len(pod.spines)} sp"],
+        [plural(leaves, "leaf", "leaves"), f"{leaves} lf"],
+        [span, plural(len(units), "unit"), f"{len(units)} u"],
+    ]
+
+
+def _captions(canvas: Canvas, fabric: FabricPlan, links: Links, y: float) -> None:
+    """One line per link tier: count, speed and links per switch pair."""
+    for tier in ("node-leaf", "leaf-spine", "spine-core"):
+        pairs = links.pairs.get(tier)
+        if not pairs:
+            continue
+        word = tier.replace("-", DASH)
+        line = f"{word}: {links.bundle(tier, sum(pairs.values()))}"
+        if tier == "node-leaf":
+            detail = f"{line} from {plural(len(fabric.attachments), 'node')}"
+        else:
+            detail = f"{line}{DOT}{per_pair(pairs, f'{word} pair')}, {len(pairs)} pairs"
+        text, size = fit([detail, line], canvas.width - 2 * MARGIN, 11)
+        canvas.text(MARGIN, y, text, size, anchor="start", colour="#444")
+        y += 16
