@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import io
 
-from ansible.module_utils.checks import ParseError
+from ansible.module_utils.verdicts import ParseError
 
 COLUMNS = ("fabric", "tier", "source_device", "source_port", "destination_device", "destination_port", "speed_gbps")
 # InfiniBand speed names by the data rate of a 4x link (IBTA: 10, 14, 25, 50, 100 and 200 Gb/s a lane).

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, CheckResult, result, skipped, worst
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, CheckResult, result, skipped, worst
 
 # Warn above this GPU temperature. NVIDIA gives 85 C as "GPU Max Operating Temp" for the A100 SXM4
 # (shared fixture a100-sxm4-40gb-8gpu-nvidia-smi-a) and the T4 (telegraf tesla-t4.xml,

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, CheckResult, result, skipped, worst
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, CheckResult, result, skipped, worst
 
 # Port error counters (IBTA PortCounters, /sys/class/infiniband/*/ports/*/counters). Nonzero means
 # the link saw bit errors, retrains or drops since the counters were last cleared: a warning on its

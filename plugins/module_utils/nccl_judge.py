@@ -15,7 +15,7 @@ every size, so it says more about the chosen size range than about the fabric.
 
 from __future__ import annotations
 
-from ansible.module_utils.checks import FAIL, PASS, SKIPPED, WARN, CheckResult, result, skipped
+from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN, CheckResult, result, skipped
 
 EFFICIENCY_FLOOR = 0.80
 LARGE_MESSAGE_BYTES = 1 << 30

@@ -119,9 +119,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.cabling_judge import judge_cabling
 from ansible.module_utils.cabling_plan import plan_links, speed_name
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, ParseError, result, skipped
+from ansible.module_utils.check_module import Tools, check_module, first_line, run_check_module
 from ansible.module_utils.ibnetdiscover import parse_ibnetdiscover_ports
-from ansible.module_utils.node_checks import Tools, check_module, first_line, run_check_module
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
 
 KEY = "ibnetdiscover -p"
 REPLAY_FILES = {KEY: ("ibnetdiscover-p.txt",)}

@@ -174,11 +174,11 @@ rc:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, ParseError, result, skipped
+from ansible.module_utils.check_module import Tools, check_module, first_line, nvidia_gpus_on_pci, run_check_module
 from ansible.module_utils.gpu_judge import judge_gpus
-from ansible.module_utils.node_checks import Tools, check_module, first_line, nvidia_gpus_on_pci, run_check_module
 from ansible.module_utils.nvidia_smi import parse_query
 from ansible.module_utils.nvidia_topo import parse_topo_matrix
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
 from ansible.module_utils.xid import parse_kernel_log
 
 QUERY = "nvidia-smi -q -x"

@@ -136,10 +136,10 @@ import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, ParseError, result, skipped
+from ansible.module_utils.check_module import C_LOCALE, Tools, check_module, first_line, run_check_module
 from ansible.module_utils.ib_judge import PERFTEST_EFFICIENCY_FLOOR, judge_perftest
-from ansible.module_utils.node_checks import C_LOCALE, Tools, check_module, first_line, run_check_module
 from ansible.module_utils.perftest import parse_perftest
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
 
 
 def build_module():

@@ -117,12 +117,12 @@ source:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, ParseError, result, skipped, worst
+from ansible.module_utils.check_module import Tools, check_module, first_line, mellanox_hcas_on_pci, run_check_module
 from ansible.module_utils.ib_judge import judge_ib_ports, ports_from_ibstat, ports_from_ibv_devinfo, ports_from_sysfs
 from ansible.module_utils.ib_sysfs import read_ib_sysfs
 from ansible.module_utils.ibstat import parse_ibstat
 from ansible.module_utils.ibv_devinfo import parse_ibv_devinfo
-from ansible.module_utils.node_checks import Tools, check_module, first_line, mellanox_hcas_on_pci, run_check_module
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, ParseError, result, skipped, worst
 
 SYSFS = "sysfs"
 IBSTAT = "ibstat"

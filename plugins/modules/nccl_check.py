@@ -189,10 +189,10 @@ rc:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, ParseError, result, skipped
+from ansible.module_utils.check_module import Tools, check_module, first_line, nvidia_gpus_on_pci, run_check_module
 from ansible.module_utils.nccl_judge import EFFICIENCY_FLOOR, expected_busbw, judge_nccl, judged_rows
 from ansible.module_utils.nccl_tests import parse_nccl_tests
-from ansible.module_utils.node_checks import Tools, check_module, first_line, nvidia_gpus_on_pci, run_check_module
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
 
 
 def build_module():

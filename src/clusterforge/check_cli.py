@@ -114,7 +114,7 @@ def judge_text(kind: str, text: str, expected: dict[str, Any], source: str = "")
     """Parse and judge with the modules' own code; ParseError becomes UsageError."""
     from clusterforge.validation.judges import load
 
-    checks = load("checks")
+    checks = load("verdicts")
     module_name, function, _ = KINDS[kind]
     parse = getattr(load(module_name), function)
     try:
@@ -158,7 +158,7 @@ def _judge(args: argparse.Namespace) -> int:
     results = judge_text(args.kind, _read(args.file), expected, source=str(Path(args.file).name))
     from clusterforge.validation.judges import load
 
-    status = load("checks").overall(results)
+    status = load("verdicts").overall(results)
     if args.json:
         document = {"kind": args.kind, "file": args.file, "status": status, "checks": [r.as_dict() for r in results]}
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")

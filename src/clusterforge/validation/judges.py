@@ -20,12 +20,12 @@ _HERE = Path(__file__).resolve()
 def module_utils_dir() -> Path:
     """plugins/module_utils of the checkout this package runs from, else of the project dir."""
     candidate = _HERE.parents[3] / "plugins" / "module_utils"
-    if (candidate / "checks.py").is_file():
+    if (candidate / "verdicts.py").is_file():
         return candidate
     from clusterforge.paths import project_dir
 
     candidate = project_dir() / "plugins" / "module_utils"
-    if (candidate / "checks.py").is_file():
+    if (candidate / "verdicts.py").is_file():
         return candidate
     raise EnvironmentProblem(f"cannot find plugins/module_utils (tried {candidate})")
 

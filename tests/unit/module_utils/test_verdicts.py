@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.checks import (
+from ansible.module_utils.verdicts import (
     FAIL,
     PASS,
     SKIPPED,

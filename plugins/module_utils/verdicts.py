@@ -1,6 +1,6 @@
-"""Common types of the node checks: the verdict of one check and the error every parser raises.
+"""Verdicts of the node checks: the statuses and their order, one check's result, and the error every parser raises.
 
-Stdlib only: Ansible ships this file to the nodes as ``ansible.module_utils.checks``.
+Stdlib only: Ansible ships this file to the nodes as ``ansible.module_utils.verdicts``.
 """
 
 from __future__ import annotations
