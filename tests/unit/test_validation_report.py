@@ -11,6 +11,7 @@ import pytest
 
 from clusterforge import check_cli, errors
 from clusterforge.validation import report
+from clusterforge.validation.host_verdict import verdicts
 from tests.unit.module_utils.samples import fixture, load
 
 
@@ -20,7 +21,7 @@ def judged(kind: str, name: str, expected: dict) -> list[dict]:
 
 def record(module: str, checks: list[dict], **extra) -> dict:
     statuses = [c["status"] for c in checks]
-    return {"module": module, "status": report.worst(statuses), "checks": checks, **extra}
+    return {"module": module, "status": verdicts.worst(statuses), "checks": checks, **extra}
 
 
 def host_file(directory: Path, host: str, results: list[dict], node_type: str = "hgx_h100") -> None:
