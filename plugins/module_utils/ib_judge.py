@@ -181,7 +181,7 @@ def judge_ib_ports(ports, expected: dict) -> list[CheckResult]:
 
 
 def layer_name(value: Any) -> str | None:
-    """"infiniband" -> "InfiniBand"; other names unchanged; None stays None."""
+    """ "infiniband" -> "InfiniBand"; other names unchanged; None stays None."""
     if value is None:
         return None
     return LINK_LAYERS.get(str(value).lower(), str(value))
@@ -276,22 +276,28 @@ def _counters(ports, limits: dict[str, int]) -> CheckResult:
     return _aggregate("ib.counters", items, limits or 0, "no error counters")
 
 
-def judge_perftest(runs, expected: dict) -> list[CheckResult]:
-    """ib_write_bw average bandwidth against expected["rate_gbps"] x efficiency floor."""
+def best_bandwidth(runs) -> float:
+    """The best average bandwidth (Gb/s) of the runs: the one judged."""
+    return max(run.bw_average_gbps for run in runs)
+
+
+def judge_perftest(runs, expected: dict, check: str = "ib.write_bw") -> list[CheckResult]:
+    """Average bandwidth of an ib_write_bw (or ib_read_bw, ib_send_bw: name the check) run against
+    expected["rate_gbps"] x efficiency floor."""
     rate = expected.get("rate_gbps")
     floor = expected.get("efficiency_floor", PERFTEST_EFFICIENCY_FLOOR)
     if not runs:
-        return [skipped("ib.write_bw", NO_HARDWARE, rate)]
-    best = max(run.bw_average_gbps for run in runs)
+        return [skipped(check, NO_HARDWARE, rate)]
+    best = best_bandwidth(runs)
     results = []
     if rate is None:
-        results.append(result("ib.write_bw", SKIPPED, best, None, f"{best:.1f} Gb/s; no expected rate"))
+        results.append(result(check, SKIPPED, best, None, f"{best:.1f} Gb/s; no expected rate"))
     else:
         need = rate * floor
         status = PASS if best >= need else FAIL
         message = f"{best:.1f} Gb/s = {best / rate:.0%} of {rate:g} Gb/s (floor {floor:.0%})"
-        results.append(result("ib.write_bw", status, round(best, 2), round(need, 2), message))
+        results.append(result(check, status, round(best, 2), round(need, 2), message))
     warnings = [w for run in runs for w in run.warnings]
     status = WARN if warnings else PASS
-    results.append(result("ib.write_bw_warnings", status, warnings, [], "; ".join(warnings) or "no warnings"))
+    results.append(result(f"{check}_warnings", status, warnings, [], "; ".join(warnings) or "no warnings"))
     return results

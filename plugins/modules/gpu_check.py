@@ -53,9 +53,8 @@ options:
     type: bool
     default: false
   persistence_mode:
-    description: Persistence mode every GPU must have.
+    description: Persistence mode every GPU must have; unset, persistence mode must be enabled.
     type: bool
-    default: true
   ecc_mode:
     description: Require ECC to be enabled.
     type: bool
@@ -67,9 +66,8 @@ options:
     description: PCIe link width the platform provides.
     type: int
   temperature_warn_c:
-    description: Warn above this GPU temperature.
+    description: Warn above this GPU temperature; unset, above C(gpu_judge.TEMPERATURE_WARN_C) (85 C).
     type: int
-    default: 85
   kernel_log:
     description: Read the kernel log for Xid (GPU) and SXid (NVSwitch) events.
     type: bool
@@ -189,9 +187,6 @@ REPLAY_FILES = {
     TOPO: ("nvidia-smi-topo-m.txt",),
     KERNEL_LOG: ("kernel.log", "dmesg.txt"),
 }
-# NVLinks per GPU on NVSwitch baseboards, by NVLink generation: V100 (HGX-2) 6, A100 12, H100 18,
-# B200 18 (NVIDIA datasheets: 300, 600, 900 and 1800 GB/s total at 50, 50, 50 and 100 GB/s a link).
-NVLINKS_PER_GPU = {2: 6, 3: 12, 4: 18, 5: 18}
 
 
 def build_module():
@@ -206,11 +201,11 @@ def build_module():
             nvlinks_per_gpu=dict(type="int"),
             nvswitch=dict(type="bool", default=False),
             under_load=dict(type="bool", default=False),
-            persistence_mode=dict(type="bool", default=True),
+            persistence_mode=dict(type="bool"),
             ecc_mode=dict(type="bool", default=False),
             pcie_gen=dict(type="int"),
             pcie_width=dict(type="int"),
-            temperature_warn_c=dict(type="int", default=85),
+            temperature_warn_c=dict(type="int"),
             kernel_log=dict(type="bool", default=True),
             require_hardware=dict(type="bool", default=False),
             timeout=dict(type="int", default=120),
@@ -221,7 +216,8 @@ def build_module():
 
 
 def expectation(params: dict) -> dict:
-    """The gpu_judge expectation from the module's options."""
+    """The gpu_judge expectation from the module's options; an option left unset takes the judge's
+    default (gpu_judge states each one once)."""
     expected = {
         "gpu_count": params["expected_gpus"] or None,
         "product_name": params["model"],
@@ -235,9 +231,8 @@ def expectation(params: dict) -> dict:
         "pcie_width": params["pcie_width"],
         "temperature_warn_c": params["temperature_warn_c"],
         "nvlinks_per_gpu": params["nvlinks_per_gpu"],
+        "nvlink_generation": params["nvlink_generation"],
     }
-    if expected["nvlinks_per_gpu"] is None and params["nvswitch"]:
-        expected["nvlinks_per_gpu"] = NVLINKS_PER_GPU.get(params["nvlink_generation"])
     return {key: value for key, value in expected.items() if value is not None}
 
 
