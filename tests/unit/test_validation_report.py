@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from clusterforge import check_cli, errors
-from clusterforge.validation import report
+from clusterforge.validation import judges, report
 from clusterforge.validation.host_verdict import verdicts
 from tests.unit.module_utils.samples import fixture, load
 
 
 def judged(kind: str, name: str, expected: dict) -> list[dict]:
-    return [r.as_dict() for r in check_cli.judge_text(kind, load(*name.split("/")), expected)]
+    return [r.as_dict() for r in judges.judge_text(kind, load(*name.split("/")), expected)]
 
 
 def record(module: str, checks: list[dict], **extra) -> dict:
