@@ -65,6 +65,14 @@ def skipped(check: str, reason: str, expected: Any = None) -> CheckResult:
     return CheckResult(check=check, status=SKIPPED, measured=None, expected=expected, message=reason)
 
 
+def absent(check: str, reason: str, expected: Any = None, required: bool = False) -> CheckResult:
+    """The verdict on hardware (or its tool) that is not there: skipped with the reason, never
+    pass; failed when the node is required to have it and something is expected of it."""
+    if required and expected:
+        return CheckResult(check, FAIL, None, expected, f"required but absent ({reason}); expected {expected}")
+    return skipped(check, reason, expected)
+
+
 def severity(status: str) -> int:
     """Rank of a status in the verdict order (higher is worse); anything unknown ranks as FAIL, so a
     record that is not understood can never pass."""

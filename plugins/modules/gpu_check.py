@@ -176,7 +176,7 @@ from ansible.module_utils.check_module import Tools, check_module, first_line, n
 from ansible.module_utils.gpu_judge import judge_gpus
 from ansible.module_utils.nvidia_smi import parse_query
 from ansible.module_utils.nvidia_topo import parse_topo_matrix
-from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, absent, result
 from ansible.module_utils.xid import parse_kernel_log
 
 QUERY = "nvidia-smi -q -x"
@@ -237,10 +237,7 @@ def expectation(params: dict) -> dict:
 
 
 def _absent(params: dict, reason: str) -> list:
-    want = params["expected_gpus"]
-    if params["require_hardware"] and want:
-        return [result("gpu.count", FAIL, 0, want, f"no NVIDIA GPU found ({reason}); {want} expected")]
-    return [skipped("gpu.count", reason, want)]
+    return [absent("gpu.count", reason, params["expected_gpus"], params["require_hardware"])]
 
 
 def _kernel_log(tools: Tools) -> tuple:

@@ -124,7 +124,7 @@ from ansible.module_utils.ib_judge import judge_ib_ports, ports_from_ibstat, por
 from ansible.module_utils.ib_sysfs import read_ib_sysfs
 from ansible.module_utils.ibstat import parse_ibstat
 from ansible.module_utils.ibv_devinfo import parse_ibv_devinfo
-from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, absent, result
 
 SYSFS = "sysfs"
 IBSTAT = "ibstat"
@@ -219,10 +219,7 @@ def run_checks(module) -> tuple:
     except ParseError as exc:
         return [result("ib.output", FAIL, None, "port listing", str(exc))], extra
     if ports is None:
-        devices = expected.get("devices")
-        if params["require_hardware"] and devices:
-            return [result("ib.present", FAIL, [], devices, f"no RDMA device ({source})")], extra
-        return [skipped("ib.present", source, devices)], extra
+        return [absent("ib.present", source, expected.get("devices"), params["require_hardware"])], extra
     extra["source"] = source
     extra["ports"] = [
         {
