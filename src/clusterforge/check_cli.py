@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from clusterforge.errors import EXIT_HOSTS_FAILED, EXIT_OK, UsageError
-from clusterforge.validation.judges import KINDS
+from clusterforge.validation import judges
 
 console = Console()
 COMMANDS = ("check", "report")
@@ -38,7 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     check = subparsers.add_parser("check", help="judge saved command outputs as the node checks do")
     commands = check.add_subparsers(dest="check_command", required=True, parser_class=type(check))
     judge = commands.add_parser("judge", help="parse FILE as KIND output and judge it against --expect")
-    judge.add_argument("kind", choices=sorted(KINDS), metavar="KIND", help=", ".join(sorted(KINDS)))
+    judge.add_argument("kind", choices=sorted(judges.KINDS), metavar="KIND", help=", ".join(sorted(judges.KINDS)))
     judge.add_argument("file", metavar="FILE", help="the saved output ('-' for standard input)")
     judge.add_argument(
         "--expect",
@@ -102,8 +102,6 @@ def _read(path: str) -> str:
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from clusterforge.validation import judges
-
     expected = parse_expectations(args.expect)
     if args.kind == "ibnetdiscover" and args.plan:
         planned, note = judges.plan_expectation(_read(args.plan), args.fabric, source=args.plan)

@@ -242,6 +242,8 @@ def test_judge_nvidia_smi_json(capsys):
             "pass",
         ),
         ("dcgmi", "dcgmi_diag/r1-deployment-fail-deepops.txt", [], "fail"),
+        ("ib_write_bw", "ib_write_bw/roce-100g-4qp-rdma-cm-client-oci.txt", ["rate_gbps=100"], "pass"),
+        ("kernel-log", "kernel_log_xid/h100-xid79-fallen-off-bus-sxid20034-gpud.txt", [], "fail"),
     ],
 )
 def test_judge_kinds(kind, name, expect, status, capsys):
