@@ -117,7 +117,7 @@ def _checks_of(host: str, record: dict[str, Any], cleared: set[str]) -> list[Che
     counted = counts_against(host, record, cleared)
     if crashed(record):
         message = str(record.get("error") or record.get("msg") or "the module returned no verdict")
-        return [Check(host, module, f"{module}.error", "fail", None, None, message, scope, counted)]
+        return [Check(host, module, f"{module}.error", verdicts.FAIL, None, None, message, scope, counted)]
     found = []
     for item in record["checks"]:
         status = verdicts.worst([str(item.get("status"))])  # an unknown status reads as fail
