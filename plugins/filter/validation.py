@@ -25,8 +25,10 @@ description:
     C(clusterforge_validation_led_by) (the pair of a round this host leads, or none),
     C(clusterforge_validation_probes) (bisection runs: each node of a failed pair with a good
     node), C(clusterforge_validation_culprits) (culprits, cleared, unresolved, untested) and
-    C(clusterforge_cabling_csv) (the cabling plan CSV, as C(clusterforge topology render) writes it)
-    and C(clusterforge_validation_records) (a registered check result trimmed for the report)."
+    C(clusterforge_cabling_csv) (the cabling plan CSV, as C(clusterforge topology render) writes it),
+    C(clusterforge_validation_records) (a registered check result trimmed for the report) and
+    C(clusterforge_validation_host_verdict) (a host's status and failures from its records after the
+    bisection, by the rule the report applies)."
 positional: _input, hosts
 options:
   _input:
@@ -164,6 +166,17 @@ def records(registered, module, **extra):
     return found
 
 
+def host_verdict(host_records, host, cleared=None):
+    """{"status", "failures"} of a host from its records (see clusterforge.validation.host_verdict)."""
+    try:
+        from clusterforge.validation.host_verdict import host_verdict as verdict
+    except ImportError as exc:
+        raise AnsibleFilterError(
+            f"clusterforge_validation_host_verdict needs the clusterforge package: {exc}"
+        ) from None
+    return verdict(str(host), list(host_records or ()), list(cleared or ()))
+
+
 def cabling_csv(topology_file):
     try:
         from clusterforge.topology.render.cabling import cabling_csv as render
@@ -182,4 +195,5 @@ class FilterModule:
             "clusterforge_validation_culprits": culprits,
             "clusterforge_cabling_csv": cabling_csv,
             "clusterforge_validation_records": records,
+            "clusterforge_validation_host_verdict": host_verdict,
         }

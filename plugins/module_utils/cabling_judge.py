@@ -10,7 +10,7 @@ or unplugged; a planned port with another peer is miscabled.
 
 from __future__ import annotations
 
-from ansible.module_utils.checks import FAIL, PASS, CheckResult, result, skipped
+from ansible.module_utils.verdicts import FAIL, PASS, CheckResult, result, skipped
 
 
 def _is(ref, node: str) -> bool:

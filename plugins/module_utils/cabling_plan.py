@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import io
 
-from ansible.module_utils.checks import ParseError
+from ansible.module_utils.verdicts import ParseError
 
 COLUMNS = ("fabric", "tier", "source_device", "source_port", "destination_device", "destination_port", "speed_gbps")
 # InfiniBand speed names by the data rate of a 4x link (IBTA: 10, 14, 25, 50, 100 and 200 Gb/s a lane).
@@ -65,3 +65,17 @@ def plan_links(text: str, fabric: str | None = None, hca_port: int = 1, source: 
 def speed_name(speeds: set) -> str | None:
     """The InfiniBand speed name of a plan with one speed; None for none or several."""
     return SPEED_BY_GBPS.get(next(iter(speeds))) if len(speeds) == 1 else None
+
+
+def plan_expectation(text: str, fabric: str | None = None, hca_port: int = 1, source: str = "cabling.csv") -> tuple:
+    """(the cabling_judge expectation of the plan: links, and speed where the plan names one
+    InfiniBand speed; a note when its speeds name none, else None)."""
+    links, speeds = plan_links(text, fabric, hca_port, source)
+    expected = {"links": links}
+    speed = speed_name(speeds)
+    if speed:
+        expected["speed"] = speed
+    note = None
+    if speed is None and speeds:
+        note = f"plan speeds {sorted(speeds)} Gb/s name no single InfiniBand speed: speed not judged"
+    return expected, note

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ansible.module_utils.checks import ParseError
+from ansible.module_utils.verdicts import ParseError
 
 
 class DcgmiParseError(ParseError):

@@ -6,7 +6,8 @@ checks aggregate to the worst GPU and keep every GPU's value in ``measured`` ({b
 Expectation keys (all optional; a check without its key is skipped or uses the default below):
   gpu_count, product_name, driver_version, cuda_version, persistence_mode (default True),
   ecc_mode (True: "Enabled" required), pcie_gen, pcie_width (platform maximum to expect),
-  under_load (default False), temperature_warn_c, nvlinks_per_gpu, nvswitch (bool).
+  under_load (default False), temperature_warn_c, nvlinks_per_gpu, nvswitch (bool),
+  nvlink_generation (with nvswitch, gives nvlinks_per_gpu when that is not set).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, CheckResult, result, skipped, worst
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, CheckResult, result, skipped, worst
 
 # Warn above this GPU temperature. NVIDIA gives 85 C as "GPU Max Operating Temp" for the A100 SXM4
 # (shared fixture a100-sxm4-40gb-8gpu-nvidia-smi-a) and the T4 (telegraf tesla-t4.xml,
@@ -42,6 +43,10 @@ RETIRED_PAGES_FAIL = 10
 # say to debug the application first. A node being brought up runs no user code, so they warn; any
 # other Xid (79 fallen off the bus, 48 DBE, 74 NVLink, 94/95 ECC containment, 119 GSP, ...) fails.
 XID_APPLICATION = frozenset({13, 31, 43, 45})
+
+# NVLinks per GPU on NVSwitch baseboards, by NVLink generation: V100 (HGX-2) 6, A100 12, H100 18,
+# B200 18 (NVIDIA datasheets: 300, 600, 900 and 1800 GB/s total at 50, 50, 50 and 100 GB/s a link).
+NVLINKS_PER_GPU = {2: 6, 3: 12, 4: 18, 5: 18}
 
 
 def _per_gpu(
@@ -213,13 +218,22 @@ def _fabric(gpu, nvswitch: bool) -> tuple[str, Any, str | None]:
     return (FAIL if nvswitch else WARN), value, f"fabric state {gpu.fabric_state}, status {gpu.fabric_status}"
 
 
+def nvlinks_wanted(expected: dict) -> int | None:
+    """expected["nvlinks_per_gpu"], else on NVSwitch systems the count of the NVLink generation."""
+    want = expected.get("nvlinks_per_gpu")
+    if want is None and expected.get("nvswitch"):
+        # Direct-link boards cable fewer links per peer, so the generation alone says nothing there.
+        want = NVLINKS_PER_GPU.get(expected.get("nvlink_generation"))
+    return want
+
+
 def judge_nvlinks(topology, expected: dict) -> CheckResult:
-    """NVLinks per GPU from ``nvidia-smi topo -m`` against expected["nvlinks_per_gpu"].
+    """NVLinks per GPU from ``nvidia-smi topo -m`` against nvlinks_wanted(expected).
 
     On NVSwitch systems every GPU pair shows the GPU's whole bond (NV12 on A100, NV18 on H100), so
     a GPU's count is the smallest over its peers; with direct links (no switch) the pair counts add up.
     """
-    want = expected.get("nvlinks_per_gpu")
+    want = nvlinks_wanted(expected)
     if topology is None:
         return skipped("gpu.nvlink", "no topology output", want)
     if want is None:

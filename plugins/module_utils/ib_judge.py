@@ -4,8 +4,10 @@ Pure functions, stdlib only. The three sources are first reduced to PortStatus s
 all of them. Expectation keys (all optional):
   devices: HCAs ("mlx5_0") or single ports ("mlx4_0/1") that must be present and are the only
            ones judged (a node's unused Ethernet ports then do not fail it)
-  link_layer: "InfiniBand" or "Ethernet"; without devices, only ports of this layer are judged
-  rate: expected Gb/s per port (400 for NDR, 200 for HDR, 100 for EDR)
+  link_layer: "InfiniBand" or "Ethernet" (any case); without devices, only ports of this layer are
+              judged. Or one per port: {"mlx5_0": "InfiniBand", "mlx5_1/1": "Ethernet"}
+  rate: expected Gb/s per port (400 for NDR, 200 for HDR, 100 for EDR), or one per port as for
+        link_layer: {"mlx5_0": 400, "mlx5_1": 100} (a "dev/port" key before its "dev" key)
   firmware: pinned firmware version; without it all judged HCAs must at least agree
   counter_limits: {counter: max} above which a port fails (any nonzero error counter warns)
 """
@@ -16,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, CheckResult, result, skipped, worst
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, CheckResult, result, skipped, worst
 
 # Port error counters (IBTA PortCounters, /sys/class/infiniband/*/ports/*/counters). Nonzero means
 # the link saw bit errors, retrains or drops since the counters were last cleared: a warning on its
@@ -40,6 +42,10 @@ ERROR_COUNTERS = (
 # (OCI RoCE, 4 QPs), 92.4 of 100 (DeepOps CX-5, with a CPU frequency warning), 368.5 of 400 (CX-7
 # GPUDirect, 92.1%) and 192.5 of 200 (HDR loopback, 96%); 64b/66b encoding alone costs 3%.
 PERFTEST_EFFICIENCY_FLOOR = 0.90
+
+
+# Link layer names as the sources print them; expectations may be written in any case.
+LINK_LAYERS = {"infiniband": "InfiniBand", "ethernet": "Ethernet"}
 
 
 @dataclass(frozen=True)
@@ -139,7 +145,9 @@ def judge_ib_ports(ports, expected: dict) -> list[CheckResult]:
         results.append(result("ib.present", status, present, want_devices, message))
         judged = [p for p in ports if p.device in want_devices or p.key in want_devices]
     else:
+        # Only one link layer for every port filters; a per-port table names its ports.
         layer = expected.get("link_layer")
+        layer = layer_name(layer) if isinstance(layer, str) else None
         judged = [p for p in ports if layer is None or p.link_layer == layer]
         results.append(result("ib.present", PASS if judged else SKIPPED, present, None, f"{len(judged)} ports judged"))
     if not judged:
@@ -165,36 +173,72 @@ def judge_ib_ports(ports, expected: dict) -> list[CheckResult]:
             phys.append((p.key, PASS if ok else FAIL, p.phys_state, f"physical state {p.phys_state}"))
     results.append(_aggregate("ib.phys_state", phys, "LinkUp", "all links up"))
 
-    want_rate = expected.get("rate")
-    rates = []
-    for p in judged:
-        if want_rate is None:
-            rates.append((p.key, SKIPPED, p.rate, "no expected rate"))
-        elif p.rate is None:
-            rates.append((p.key, SKIPPED, None, "rate not in this output"))
-        elif p.rate < want_rate:
-            rates.append((p.key, FAIL, p.rate, f"{p.rate:g} Gb/s below {want_rate:g}"))
-        elif p.rate > want_rate:
-            rates.append(
-                (p.key, WARN, p.rate, f"{p.rate:g} Gb/s above the expected {want_rate:g}: check the expectation")
-            )
-        else:
-            rates.append((p.key, PASS, p.rate, None))
-    results.append(_aggregate("ib.rate", rates, want_rate, f"all ports at {want_rate} Gb/s"))
-
-    want_layer = expected.get("link_layer")
-    if want_layer is None:
-        results.append(skipped("ib.link_layer", "no expected link layer"))
-    else:
-        layers = [
-            (p.key, PASS if p.link_layer == want_layer else FAIL, p.link_layer, f"link layer {p.link_layer}")
-            for p in judged
-        ]
-        results.append(_aggregate("ib.link_layer", layers, want_layer, f"all ports {want_layer}"))
-
+    results.append(_judge_rates(judged, expected.get("rate")))
+    results.append(_judge_link_layers(judged, expected.get("link_layer")))
     results.append(judge_firmware({p.device: p.firmware for p in judged}, expected.get("firmware")))
     results.append(_counters(judged, expected.get("counter_limits") or {}))
     return results
+
+
+def layer_name(value: Any) -> str | None:
+    """ "infiniband" -> "InfiniBand"; other names unchanged; None stays None."""
+    if value is None:
+        return None
+    return LINK_LAYERS.get(str(value).lower(), str(value))
+
+
+def _want(port: PortStatus, table: Any) -> Any:
+    """A port's expectation: one value for every port, or a table by "dev/port", then by "dev"."""
+    if isinstance(table, dict):
+        return table.get(port.key, table.get(port.device))
+    return table
+
+
+def _shown(table: Any) -> Any:
+    """The expectation as a result shows it: the value, or the table without its unset entries."""
+    if isinstance(table, dict):
+        return {key: value for key, value in table.items() if value is not None} or None
+    return table
+
+
+def _rate(port: PortStatus, want: Any) -> tuple[str, Any, str | None]:
+    if want is None:
+        return SKIPPED, port.rate, "no expected rate"
+    if port.rate is None:
+        return SKIPPED, None, "rate not in this output"
+    want = float(want)
+    if port.rate < want:
+        return FAIL, port.rate, f"{port.rate:g} Gb/s below {want:g}"
+    if port.rate > want:
+        # A faster link than planned is not slow, but the plan (and the NCCL reference) is wrong.
+        return WARN, port.rate, f"{port.rate:g} Gb/s above the expected {want:g}: check the expectation"
+    return PASS, port.rate, None
+
+
+def _judge_rates(ports, table: Any) -> CheckResult:
+    ok = "every port at its expected rate" if isinstance(table, dict) else f"all ports at {table} Gb/s"
+    items = [(p.key, *_rate(p, _want(p, table))) for p in ports]
+    return _aggregate("ib.rate", items, _shown(table), ok)
+
+
+def _link_layer(port: PortStatus, want: Any) -> tuple[str, Any, str | None]:
+    if want is None:
+        return SKIPPED, port.link_layer, "no expected link layer"
+    want = layer_name(want)
+    if port.link_layer != want:
+        return FAIL, port.link_layer, f"link layer {port.link_layer}, expected {want}"
+    return PASS, port.link_layer, None
+
+
+def _judge_link_layers(ports, table: Any) -> CheckResult:
+    if isinstance(table, dict):
+        table = {key: layer_name(value) for key, value in table.items()}
+        ok = "every port on its link layer"
+    else:
+        table = layer_name(table)
+        ok = f"all ports {table}"
+    items = [(p.key, *_link_layer(p, _want(p, table))) for p in ports]
+    return _aggregate("ib.link_layer", items, _shown(table), ok)
 
 
 def judge_firmware(
@@ -232,22 +276,28 @@ def _counters(ports, limits: dict[str, int]) -> CheckResult:
     return _aggregate("ib.counters", items, limits or 0, "no error counters")
 
 
-def judge_perftest(runs, expected: dict) -> list[CheckResult]:
-    """ib_write_bw average bandwidth against expected["rate_gbps"] x efficiency floor."""
+def best_bandwidth(runs) -> float:
+    """The best average bandwidth (Gb/s) of the runs: the one judged."""
+    return max(run.bw_average_gbps for run in runs)
+
+
+def judge_perftest(runs, expected: dict, check: str = "ib.write_bw") -> list[CheckResult]:
+    """Average bandwidth of an ib_write_bw (or ib_read_bw, ib_send_bw: name the check) run against
+    expected["rate_gbps"] x efficiency floor."""
     rate = expected.get("rate_gbps")
     floor = expected.get("efficiency_floor", PERFTEST_EFFICIENCY_FLOOR)
     if not runs:
-        return [skipped("ib.write_bw", NO_HARDWARE, rate)]
-    best = max(run.bw_average_gbps for run in runs)
+        return [skipped(check, NO_HARDWARE, rate)]
+    best = best_bandwidth(runs)
     results = []
     if rate is None:
-        results.append(result("ib.write_bw", SKIPPED, best, None, f"{best:.1f} Gb/s; no expected rate"))
+        results.append(result(check, SKIPPED, best, None, f"{best:.1f} Gb/s; no expected rate"))
     else:
         need = rate * floor
         status = PASS if best >= need else FAIL
         message = f"{best:.1f} Gb/s = {best / rate:.0%} of {rate:g} Gb/s (floor {floor:.0%})"
-        results.append(result("ib.write_bw", status, round(best, 2), round(need, 2), message))
+        results.append(result(check, status, round(best, 2), round(need, 2), message))
     warnings = [w for run in runs for w in run.warnings]
     status = WARN if warnings else PASS
-    results.append(result("ib.write_bw_warnings", status, warnings, [], "; ".join(warnings) or "no warnings"))
+    results.append(result(f"{check}_warnings", status, warnings, [], "; ".join(warnings) or "no warnings"))
     return results

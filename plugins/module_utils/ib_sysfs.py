@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ansible.module_utils.checks import ParseError
+from ansible.module_utils.verdicts import ParseError
 
 SYSFS_ROOT = "/sys/class/infiniband"
 

@@ -15,7 +15,7 @@ every size, so it says more about the chosen size range than about the fabric.
 
 from __future__ import annotations
 
-from ansible.module_utils.checks import FAIL, PASS, SKIPPED, WARN, CheckResult, result, skipped
+from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN, CheckResult, result, skipped
 
 EFFICIENCY_FLOOR = 0.80
 LARGE_MESSAGE_BYTES = 1 << 30
@@ -56,12 +56,16 @@ def judged_rows(report) -> tuple:
     return tuple(r for r in report.rows if r.size in sizes)
 
 
+def _nodes(report, expected: dict) -> int:
+    # The caller knows the node count; rank lines can only guess it (containers may all be "localhost").
+    return expected.get("nodes") or len(report.hosts)
+
+
 def expected_busbw(report, expected: dict) -> tuple[float | None, str]:
     """(GB/s, how it was derived) for this run, or (None, why not)."""
     if expected.get("expected_busbw") is not None:
         return float(expected["expected_busbw"]), "given"
-    # The caller knows the node count; rank lines can only guess it (containers may all be "localhost").
-    nodes = expected.get("nodes") or len(report.hosts)
+    nodes = _nodes(report, expected)
     candidates = []
     gen = expected.get("nvlink_generation")
     if gen is not None:
@@ -77,6 +81,38 @@ def expected_busbw(report, expected: dict) -> tuple[float | None, str]:
         return None, "no nvlink_generation (single node) or NIC rails (multi-node) given"
     # A multi-node run is bounded by the slower of NVLink and the network.
     return min(candidates)
+
+
+def busbw_figures(report, expected: dict) -> dict:
+    """What nccl.busbw is judged on: the best busbw of the judged rows (measured, GB/s), the
+    reference and how it was derived, the floor (reference x efficiency floor), the judged sizes,
+    ranks and nodes. reference and floor are None when no reference can be derived."""
+    rows = judged_rows(report)
+    reference, how = expected_busbw(report, expected)
+    floor = expected.get("efficiency_floor", EFFICIENCY_FLOOR)
+    return {
+        "measured": round(max(r.busbw for r in rows), 2),
+        "reference": round(reference, 2) if reference is not None else None,
+        "floor": round(reference * floor, 2) if reference is not None else None,
+        "efficiency_floor": floor,
+        "how": how,
+        "sizes": sorted({r.size for r in rows}),
+        "ranks": report.n_ranks,
+        "nodes": _nodes(report, expected),
+    }
+
+
+def _busbw(report, expected: dict) -> CheckResult:
+    figures = busbw_figures(report, expected)
+    measured, want, need = figures["measured"], figures["reference"], figures["floor"]
+    if want is None:
+        return result("nccl.busbw", SKIPPED, measured, None, f"{measured:.1f} GB/s; {figures['how']}")
+    sizes = figures["sizes"]
+    message = (
+        f"{measured:.1f} GB/s at {sizes[0]}..{sizes[-1]} B = {measured / want:.0%} of {want:.1f} GB/s "
+        f"({figures['how']}); floor {figures['efficiency_floor']:.0%} = {need:.1f}"
+    )
+    return result("nccl.busbw", PASS if measured >= need else FAIL, measured, need, message)
 
 
 def _correctness(report, expected: dict) -> CheckResult:
@@ -114,19 +150,5 @@ def judge_nccl(report, expected: dict | None = None) -> list[CheckResult]:
         # busbw = algbw x 2(n-1)/n is 0 for one rank: nothing crosses a link.
         results.append(skipped("nccl.busbw", "single-rank run: bus bandwidth is not defined for one rank"))
         return results
-    rows = judged_rows(report)
-    measured = max(r.busbw for r in rows)
-    sizes = sorted({r.size for r in rows})
-    want, how = expected_busbw(report, expected)
-    if want is None:
-        results.append(result("nccl.busbw", SKIPPED, measured, None, f"{measured:.1f} GB/s; {how}"))
-        return results
-    floor = expected.get("efficiency_floor", EFFICIENCY_FLOOR)
-    need = want * floor
-    status = PASS if measured >= need else FAIL
-    message = (
-        f"{measured:.1f} GB/s at {sizes[0]}..{sizes[-1]} B = {measured / want:.0%} of {want:.1f} GB/s ({how}); "
-        f"floor {floor:.0%} = {need:.1f}"
-    )
-    results.append(result("nccl.busbw", status, round(measured, 2), round(need, 2), message))
+    results.append(_busbw(report, expected))
     return results

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ansible.module_utils.checks import ParseError
+from ansible.module_utils.verdicts import ParseError
 
 
 class NcclTestsParseError(ParseError):

@@ -19,7 +19,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-from ansible.module_utils.checks import ParseError
+from ansible.module_utils.verdicts import ParseError
 
 
 class NvidiaSmiParseError(ParseError):

@@ -39,9 +39,8 @@ options:
         plan's C(speed_gbps) for 4x links (400 NDR, 200 HDR, 100 EDR, 800 XDR).
     type: str
   width:
-    description: Link width every connected link must run at.
+    description: Link width every connected link must run at; unset, C(4x) (the judge's default).
     type: str
-    default: 4x
   hca_port:
     description: Port number of a host HCA in the fabric.
     type: int
@@ -118,10 +117,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.cabling_judge import judge_cabling
-from ansible.module_utils.cabling_plan import plan_links, speed_name
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, ParseError, result, skipped
+from ansible.module_utils.cabling_plan import plan_expectation
+from ansible.module_utils.check_module import Tools, check_module, first_line, run_check_module
 from ansible.module_utils.ibnetdiscover import parse_ibnetdiscover_ports
-from ansible.module_utils.node_checks import Tools, check_module, first_line, run_check_module
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
 
 KEY = "ibnetdiscover -p"
 REPLAY_FILES = {KEY: ("ibnetdiscover-p.txt",)}
@@ -135,7 +134,7 @@ def build_module():
             plan_path=dict(type="path"),
             fabric=dict(type="str"),
             speed=dict(type="str"),
-            width=dict(type="str", default="4x"),
+            width=dict(type="str"),
             hca_port=dict(type="int", default=1),
             node_name_map=dict(type="path"),
             timeout=dict(type="int", default=600),
@@ -166,15 +165,14 @@ def run_checks(module) -> tuple:
         except OSError as exc:
             module.fail_json(msg=f"cannot read the cabling plan {params['plan_path']}: {exc}")
     try:
-        links, speeds = plan_links(text or "", params["fabric"], params["hca_port"])
+        expected, note = plan_expectation(text or "", params["fabric"], params["hca_port"])
     except ParseError as exc:
         module.fail_json(msg=f"cabling plan: {exc}")
-    extra["planned_links"] = len(links)
-    speed = params["speed"]
-    if speed is None:
-        speed = speed_name(speeds)
-    if speed is None and speeds:
-        tools.notes.append(f"plan speeds {sorted(speeds)} Gb/s name no single InfiniBand speed: speed not judged")
+    extra["planned_links"] = len(expected["links"])
+    # Given options override what the plan says.
+    expected.update({key: params[key] for key in ("speed", "width") if params[key] is not None})
+    if note and params["speed"] is None:
+        tools.notes.append(note)
 
     argv = [params["ibnetdiscover"], "-p"]
     if params["node_name_map"]:
@@ -192,9 +190,6 @@ def run_checks(module) -> tuple:
     except ParseError as exc:
         return [result("cabling.output", FAIL, None, "ibnetdiscover -p ports report", str(exc))], extra
     extra["fabric_ports"] = len(ports)
-    expected = {"links": links, "width": params["width"]}
-    if speed:
-        expected["speed"] = speed
     return judge_cabling(ports, expected), extra
 
 

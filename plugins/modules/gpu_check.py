@@ -53,9 +53,8 @@ options:
     type: bool
     default: false
   persistence_mode:
-    description: Persistence mode every GPU must have.
+    description: Persistence mode every GPU must have; unset, persistence mode must be enabled.
     type: bool
-    default: true
   ecc_mode:
     description: Require ECC to be enabled.
     type: bool
@@ -67,9 +66,8 @@ options:
     description: PCIe link width the platform provides.
     type: int
   temperature_warn_c:
-    description: Warn above this GPU temperature.
+    description: Warn above this GPU temperature; unset, above C(gpu_judge.TEMPERATURE_WARN_C) (85 C).
     type: int
-    default: 85
   kernel_log:
     description: Read the kernel log for Xid (GPU) and SXid (NVSwitch) events.
     type: bool
@@ -174,11 +172,11 @@ rc:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, ParseError, result, skipped
+from ansible.module_utils.check_module import Tools, check_module, first_line, nvidia_gpus_on_pci, run_check_module
 from ansible.module_utils.gpu_judge import judge_gpus
-from ansible.module_utils.node_checks import Tools, check_module, first_line, nvidia_gpus_on_pci, run_check_module
 from ansible.module_utils.nvidia_smi import parse_query
 from ansible.module_utils.nvidia_topo import parse_topo_matrix
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, absent, result
 from ansible.module_utils.xid import parse_kernel_log
 
 QUERY = "nvidia-smi -q -x"
@@ -189,9 +187,6 @@ REPLAY_FILES = {
     TOPO: ("nvidia-smi-topo-m.txt",),
     KERNEL_LOG: ("kernel.log", "dmesg.txt"),
 }
-# NVLinks per GPU on NVSwitch baseboards, by NVLink generation: V100 (HGX-2) 6, A100 12, H100 18,
-# B200 18 (NVIDIA datasheets: 300, 600, 900 and 1800 GB/s total at 50, 50, 50 and 100 GB/s a link).
-NVLINKS_PER_GPU = {2: 6, 3: 12, 4: 18, 5: 18}
 
 
 def build_module():
@@ -206,11 +201,11 @@ def build_module():
             nvlinks_per_gpu=dict(type="int"),
             nvswitch=dict(type="bool", default=False),
             under_load=dict(type="bool", default=False),
-            persistence_mode=dict(type="bool", default=True),
+            persistence_mode=dict(type="bool"),
             ecc_mode=dict(type="bool", default=False),
             pcie_gen=dict(type="int"),
             pcie_width=dict(type="int"),
-            temperature_warn_c=dict(type="int", default=85),
+            temperature_warn_c=dict(type="int"),
             kernel_log=dict(type="bool", default=True),
             require_hardware=dict(type="bool", default=False),
             timeout=dict(type="int", default=120),
@@ -221,7 +216,8 @@ def build_module():
 
 
 def expectation(params: dict) -> dict:
-    """The gpu_judge expectation from the module's options."""
+    """The gpu_judge expectation from the module's options; an option left unset takes the judge's
+    default (gpu_judge states each one once)."""
     expected = {
         "gpu_count": params["expected_gpus"] or None,
         "product_name": params["model"],
@@ -235,17 +231,13 @@ def expectation(params: dict) -> dict:
         "pcie_width": params["pcie_width"],
         "temperature_warn_c": params["temperature_warn_c"],
         "nvlinks_per_gpu": params["nvlinks_per_gpu"],
+        "nvlink_generation": params["nvlink_generation"],
     }
-    if expected["nvlinks_per_gpu"] is None and params["nvswitch"]:
-        expected["nvlinks_per_gpu"] = NVLINKS_PER_GPU.get(params["nvlink_generation"])
     return {key: value for key, value in expected.items() if value is not None}
 
 
 def _absent(params: dict, reason: str) -> list:
-    want = params["expected_gpus"]
-    if params["require_hardware"] and want:
-        return [result("gpu.count", FAIL, 0, want, f"no NVIDIA GPU found ({reason}); {want} expected")]
-    return [skipped("gpu.count", reason, want)]
+    return [absent("gpu.count", reason, params["expected_gpus"], params["require_hardware"])]
 
 
 def _kernel_log(tools: Tools) -> tuple:

@@ -64,9 +64,10 @@ options:
     description: The port's link rate in Gb/s (400 NDR, 200 HDR, 100 EDR).
     type: float
   efficiency_floor:
-    description: Share of O(rate_gbps) the average bandwidth must reach.
+    description:
+      - Share of O(rate_gbps) the average bandwidth must reach.
+      - Unset, the judge's C(ib_judge.PERFTEST_EFFICIENCY_FLOOR) (0.9) applies.
     type: float
-    default: 0.9
   server_delay:
     description: Seconds between starting the loopback server and the client.
     type: float
@@ -136,10 +137,10 @@ import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, ParseError, result, skipped
-from ansible.module_utils.ib_judge import PERFTEST_EFFICIENCY_FLOOR, judge_perftest
-from ansible.module_utils.node_checks import C_LOCALE, Tools, check_module, first_line, run_check_module
+from ansible.module_utils.check_module import C_LOCALE, Tools, check_module, first_line, run_check_module
+from ansible.module_utils.ib_judge import best_bandwidth, judge_perftest
 from ansible.module_utils.perftest import parse_perftest
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
 
 
 def build_module():
@@ -156,7 +157,7 @@ def build_module():
             duration=dict(type="int", default=5),
             extra_args=dict(type="list", elements="str", default=[]),
             rate_gbps=dict(type="float"),
-            efficiency_floor=dict(type="float", default=PERFTEST_EFFICIENCY_FLOOR),
+            efficiency_floor=dict(type="float"),
             server_delay=dict(type="float", default=1.0),
             sysfs_root=dict(type="path", default="/sys/class/infiniband"),
         ),
@@ -232,12 +233,10 @@ def run_checks(module) -> tuple:
     except ParseError as exc:
         return [result(check, FAIL, None, f"{binary} result table", str(exc))], extra
     expected = {"rate_gbps": params["rate_gbps"], "efficiency_floor": params["efficiency_floor"]}
-    results = judge_perftest(runs, {k: v for k, v in expected.items() if v is not None})
-    results = [
-        result(r.check.replace("write_bw", f"{params['test']}_bw"), r.status, r.measured, r.expected, r.message)
-        for r in results
-    ]
-    extra["bandwidth_gbps"] = round(max(run.bw_average_gbps for run in runs), 2)
+    results = judge_perftest(
+        runs, {k: v for k, v in expected.items() if v is not None}, check=f"ib.{params['test']}_bw"
+    )
+    extra["bandwidth_gbps"] = round(best_bandwidth(runs), 2)
     return _renamed(results, device), extra
 
 

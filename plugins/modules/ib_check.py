@@ -33,7 +33,9 @@ options:
     type: dict
     default: {}
   link_layer:
-    description: Without O(expected_hcas), judge only the ports of this link layer.
+    description:
+      - Without O(expected_hcas), judge only the ports of this link layer.
+      - With it, the link layer of the expected devices that O(expected_hcas) and O(link_layers) give none.
     type: str
   firmware:
     description: Pinned firmware version every judged HCA must run.
@@ -117,18 +119,17 @@ source:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, ParseError, result, skipped, worst
+from ansible.module_utils.check_module import Tools, check_module, first_line, mellanox_hcas_on_pci, run_check_module
 from ansible.module_utils.ib_judge import judge_ib_ports, ports_from_ibstat, ports_from_ibv_devinfo, ports_from_sysfs
 from ansible.module_utils.ib_sysfs import read_ib_sysfs
 from ansible.module_utils.ibstat import parse_ibstat
 from ansible.module_utils.ibv_devinfo import parse_ibv_devinfo
-from ansible.module_utils.node_checks import Tools, check_module, first_line, mellanox_hcas_on_pci, run_check_module
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, absent, result
 
 SYSFS = "sysfs"
 IBSTAT = "ibstat"
 IBV_DEVINFO = "ibv_devinfo -v"
 REPLAY_FILES = {SYSFS: ("infiniband",), IBSTAT: ("ibstat.txt",), IBV_DEVINFO: ("ibv_devinfo.txt",)}
-LAYERS = {"infiniband": "InfiniBand", "ethernet": "Ethernet"}
 
 
 def build_module():
@@ -149,68 +150,26 @@ def build_module():
     )
 
 
-def _layer(value):
-    if value is None:
-        return None
-    return LAYERS.get(str(value).lower(), str(value))
-
-
-def expectations(params: dict) -> tuple:
-    """({device: rate or None}, {device: link layer or None})"""
+def expectation(params: dict) -> dict:
+    """The ib_judge expectation from the module's options: the expected HCAs with a rate and link
+    layer per device (an O(expected_hcas) entry, else O(link_layers), else O(link_layer))."""
     rates, layers = {}, {}
     for device, want in (params["expected_hcas"] or {}).items():
         if isinstance(want, dict):
             rates[device] = want.get("rate", want.get("rate_gbps"))
-            layers[device] = _layer(want.get("link_layer"))
+            layers[device] = want.get("link_layer")
         else:
             rates[device] = want
-            layers[device] = None
-    for device, layer in (params["link_layers"] or {}).items():
-        if device in rates:
-            layers[device] = _layer(layer)
-    rates = {d: (float(r) if r not in (None, "") else None) for d, r in rates.items()}
-    return rates, layers
-
-
-def _want(port, table: dict):
-    """The expectation of a port: by "dev/port" first, then by device."""
-    return table.get(port.key, table.get(port.device))
-
-
-def _per_port(check: str, ports: list, table: dict, judge, ok: str) -> object:
-    """One aggregated result over the judged ports, like ib_judge's own checks."""
-    statuses, measured, notes = [], {}, []
-    for port in ports:
-        status, value, note = judge(port, _want(port, table))
-        statuses.append(status)
-        measured[port.key] = value
-        if status in (WARN, FAIL):
-            notes.append(f"{port.key}: {note}")
-    status = worst(statuses)
-    expected = {key: value for key, value in table.items() if value is not None}
-    if status == SKIPPED:
-        return result(check, SKIPPED, measured, expected or None, "no expectation for these ports")
-    return result(check, status, measured, expected, "; ".join(notes) if notes else ok)
-
-
-def _rate(port, want):
-    if want is None:
-        return SKIPPED, port.rate, None
-    if port.rate is None:
-        return SKIPPED, None, "rate not in this output"
-    if port.rate < want:
-        return FAIL, port.rate, f"{port.rate:g} Gb/s below {want:g}"
-    if port.rate > want:
-        return WARN, port.rate, f"{port.rate:g} Gb/s above the expected {want:g}: check the expectation"
-    return PASS, port.rate, None
-
-
-def _link_layer(port, want):
-    if want is None:
-        return SKIPPED, port.link_layer, None
-    if port.link_layer != want:
-        return FAIL, port.link_layer, f"link layer {port.link_layer}, expected {want}"
-    return PASS, port.link_layer, None
+        if layers.get(device) is None:
+            layers[device] = (params["link_layers"] or {}).get(device, params["link_layer"])
+    expected = {
+        "devices": sorted(rates),
+        "rate": {device: rate for device, rate in rates.items() if rate not in (None, "")},
+        "link_layer": layers or params["link_layer"],
+        "firmware": params["firmware"],
+        "counter_limits": params["counter_limits"] or {},
+    }
+    return {key: value for key, value in expected.items() if value}
 
 
 def read_ports(module, tools: Tools) -> tuple:
@@ -254,15 +213,13 @@ def run_checks(module) -> tuple:
     params = module.params
     tools = Tools(module, REPLAY_FILES, params["replay_dir"], params["replay"], params["timeout"])
     extra = {"source": "replay" if tools.replaying else "live", "notes": tools.notes, "ports": []}
-    rates, layers = expectations(params)
+    expected = expectation(params)
     try:
         ports, source, failed = read_ports(module, tools)
     except ParseError as exc:
         return [result("ib.output", FAIL, None, "port listing", str(exc))], extra
     if ports is None:
-        if params["require_hardware"] and rates:
-            return [result("ib.present", FAIL, [], sorted(rates), f"no RDMA device ({source})")], extra
-        return [skipped("ib.present", source, sorted(rates) or None)], extra
+        return [absent("ib.present", source, expected.get("devices"), params["require_hardware"])], extra
     extra["source"] = source
     extra["ports"] = [
         {
@@ -276,21 +233,7 @@ def run_checks(module) -> tuple:
         }
         for p in ports
     ]
-    expected = {
-        "devices": sorted(rates),
-        "link_layer": _layer(params["link_layer"]),
-        "firmware": params["firmware"],
-        "counter_limits": params["counter_limits"] or {},
-    }
-    results = judge_ib_ports(ports, {k: v for k, v in expected.items() if v})
-    if rates:
-        judged = [p for p in ports if p.device in rates or p.key in rates]
-        by_check = {
-            "ib.rate": _per_port("ib.rate", judged, rates, _rate, "every port at its expected rate"),
-            "ib.link_layer": _per_port("ib.link_layer", judged, layers, _link_layer, "every port on its link layer"),
-        }
-        if judged:
-            results = [by_check.get(r.check, r) for r in results]
+    results = judge_ib_ports(ports, expected)
     if failed is not None:
         message = f"{' '.join(failed.argv)} exited {failed.rc}: {first_line(failed.stderr, failed.stdout)}"
         results.append(result("ib.command", FAIL, failed.rc, 0, message))

@@ -12,7 +12,7 @@ description:
     C(reduce_scatter_perf)) on this node's GPUs, or across several nodes through a launcher
     (C(mpirun), C(srun)) given as an argv prefix, and judges it with the nccl judge
     (C(plugins/module_utils/nccl_judge.py)) - no wrong or out-of-bounds values, and a bus
-    bandwidth on the large messages of at least O(efficiency_floor) (0.8) of what the hardware
+    bandwidth on the large messages of at least O(efficiency_floor) of what the hardware
     allows (NVLink generation on one node; rails x NIC rate / 8 across nodes, bounded by NVLink).
   - Changes nothing on the node; it runs in check mode too (the benchmark is read-only).
   - "No GPU on this node is C(skipped: no hardware); a missing benchmark or launcher is
@@ -95,9 +95,10 @@ options:
     description: Reference bus bandwidth in GB/s, overriding the derivation (a site's golden run).
     type: float
   efficiency_floor:
-    description: Share of the reference the measured bus bandwidth must reach.
+    description:
+      - Share of the reference the measured bus bandwidth must reach.
+      - Unset, the judge's C(nccl_judge.EFFICIENCY_FLOOR) (0.8) applies.
     type: float
-    default: 0.8
   timeout:
     description: Seconds before the benchmark is stopped (through C(timeout) when present); 0 for none.
     type: int
@@ -189,10 +190,10 @@ rc:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, ParseError, result, skipped
-from ansible.module_utils.nccl_judge import EFFICIENCY_FLOOR, expected_busbw, judge_nccl, judged_rows
+from ansible.module_utils.check_module import Tools, check_module, first_line, nvidia_gpus_on_pci, run_check_module
+from ansible.module_utils.nccl_judge import busbw_figures, judge_nccl
 from ansible.module_utils.nccl_tests import parse_nccl_tests
-from ansible.module_utils.node_checks import Tools, check_module, first_line, nvidia_gpus_on_pci, run_check_module
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
 
 
 def build_module():
@@ -223,7 +224,7 @@ def build_module():
             nic_rate_gbps=dict(type="float"),
             rails=dict(type="int"),
             expected_busbw=dict(type="float"),
-            efficiency_floor=dict(type="float", default=EFFICIENCY_FLOOR),
+            efficiency_floor=dict(type="float"),
             timeout=dict(type="int", default=900),
             pci_root=dict(type="path", default="/sys/bus/pci/devices"),
             environment=dict(type="dict", default={}),
@@ -336,18 +337,8 @@ def run_checks(module) -> tuple:
         return results, extra
     expected = expectation(params)
     results += _renamed(judge_nccl(report, expected), label)
-    rows = judged_rows(report)
-    reference, how = expected_busbw(report, expected)
-    measured = max(r.busbw for r in rows)
-    floor = params["efficiency_floor"]
-    extra["busbw"] = {
-        "measured": round(measured, 2),
-        "reference": round(reference, 2) if reference is not None else None,
-        "floor": round(reference * floor, 2) if reference is not None else None,
-        "how": how,
-        "ranks": report.n_ranks,
-        "nodes": expected["nodes"],
-    }
+    figures = busbw_figures(report, expected)
+    extra["busbw"] = {key: figures[key] for key in ("measured", "reference", "floor", "how", "ranks", "nodes")}
     return results, extra
 
 

@@ -11,17 +11,18 @@ import pytest
 
 from clusterforge import errors
 from clusterforge.cli import check as check_cli
-from clusterforge.validation import report
+from clusterforge.validation import judges, report
+from clusterforge.validation.host_verdict import verdicts
 from tests.unit.module_utils.samples import fixture, load
 
 
 def judged(kind: str, name: str, expected: dict) -> list[dict]:
-    return [r.as_dict() for r in check_cli.judge_text(kind, load(*name.split("/")), expected)]
+    return [r.as_dict() for r in judges.judge_text(kind, load(*name.split("/")), expected)]
 
 
 def record(module: str, checks: list[dict], **extra) -> dict:
     statuses = [c["status"] for c in checks]
-    return {"module": module, "status": report.worst(statuses), "checks": checks, **extra}
+    return {"module": module, "status": verdicts.worst(statuses), "checks": checks, **extra}
 
 
 def host_file(directory: Path, host: str, results: list[dict], node_type: str = "hgx_h100") -> None:
@@ -242,6 +243,8 @@ def test_judge_nvidia_smi_json(capsys):
             "pass",
         ),
         ("dcgmi", "dcgmi_diag/r1-deployment-fail-deepops.txt", [], "fail"),
+        ("ib_write_bw", "ib_write_bw/roce-100g-4qp-rdma-cm-client-oci.txt", ["rate_gbps=100"], "pass"),
+        ("kernel-log", "kernel_log_xid/h100-xid79-fallen-off-bus-sxid20034-gpud.txt", [], "fail"),
     ],
 )
 def test_judge_kinds(kind, name, expect, status, capsys):

@@ -21,20 +21,11 @@ from rich.console import Console
 from rich.table import Table
 
 from clusterforge.errors import EXIT_HOSTS_FAILED, EXIT_OK, UsageError
+from clusterforge.validation import judges
 
 console = Console()
 COMMANDS = ("check", "report")
 
-# KIND -> (parser module, parser function, what it reads)
-KINDS = {
-    "nccl": ("nccl_tests", "parse_nccl_tests", "nccl-tests output (all_reduce_perf, ...)"),
-    "ibstat": ("ibstat", "parse_ibstat", "ibstat"),
-    "ibv_devinfo": ("ibv_devinfo", "parse_ibv_devinfo", "ibv_devinfo [-v]"),
-    "nvidia-smi-q": ("nvidia_smi", "parse_query", "nvidia-smi -q or -q -x"),
-    "nvidia-smi-topo": ("nvidia_topo", "parse_topo_matrix", "nvidia-smi topo -m"),
-    "ibnetdiscover": ("ibnetdiscover", "parse_ibnetdiscover_ports", "ibnetdiscover -p"),
-    "dcgmi": ("dcgmi", "parse_dcgmi_diag", "dcgmi diag -r N"),
-}
 # Expectation values kept as text: versions ("12.10" is not 12.1) and names.
 TEXT_KEYS = {"driver_version", "cuda_version", "product_name", "firmware", "speed", "width", "link_layer"}
 LIST_KEYS = {"devices", "required_tests"}
@@ -47,7 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     check = subparsers.add_parser("check", help="judge saved command outputs as the node checks do")
     commands = check.add_subparsers(dest="check_command", required=True, parser_class=type(check))
     judge = commands.add_parser("judge", help="parse FILE as KIND output and judge it against --expect")
-    judge.add_argument("kind", choices=sorted(KINDS), metavar="KIND", help=", ".join(sorted(KINDS)))
+    judge.add_argument("kind", choices=sorted(judges.KINDS), metavar="KIND", help=", ".join(sorted(judges.KINDS)))
     judge.add_argument("file", metavar="FILE", help="the saved output ('-' for standard input)")
     judge.add_argument(
         "--expect",
@@ -110,55 +101,16 @@ def _read(path: str) -> str:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def judge_text(kind: str, text: str, expected: dict[str, Any], source: str = "") -> list:
-    """Parse and judge with the modules' own code; ParseError becomes UsageError."""
-    from clusterforge.validation.judges import load
-
-    checks = load("checks")
-    module_name, function, _ = KINDS[kind]
-    parse = getattr(load(module_name), function)
-    try:
-        parsed = parse(text, source=source or kind)
-    except checks.ParseError as exc:
-        raise UsageError(f"not {KINDS[kind][2]} output: {exc}") from None
-    if kind == "nccl":
-        return load("nccl_judge").judge_nccl(parsed, expected)
-    if kind in ("ibstat", "ibv_devinfo"):
-        ib = load("ib_judge")
-        convert = ib.ports_from_ibstat if kind == "ibstat" else ib.ports_from_ibv_devinfo
-        return ib.judge_ib_ports(convert(parsed), expected)
-    if kind == "nvidia-smi-q":
-        return load("gpu_judge").judge_gpus(parsed, expected)
-    if kind == "nvidia-smi-topo":
-        return [load("gpu_judge").judge_nvlinks(parsed, expected)]
-    if kind == "ibnetdiscover":
-        return load("cabling_judge").judge_cabling(parsed, expected)
-    return load("gpu_judge").judge_dcgmi(parsed, expected)
-
-
-def _plan_links(path: str, fabric: str | None) -> tuple[list, str | None]:
-    """The planned links of a cabling CSV and its speed name, read as cabling_check reads them."""
-    from clusterforge.validation.judges import load
-
-    plan = load("cabling_plan")
-    try:
-        links, speeds = plan.plan_links(_read(path), fabric, source=path)
-    except plan.CablingPlanError as exc:
-        raise UsageError(str(exc)) from None
-    return links, plan.speed_name(speeds)
-
-
 def _judge(args: argparse.Namespace) -> int:
     expected = parse_expectations(args.expect)
     if args.kind == "ibnetdiscover" and args.plan:
-        links, speed = _plan_links(args.plan, args.fabric)
-        expected.setdefault("links", links)
-        if speed:
-            expected.setdefault("speed", speed)
-    results = judge_text(args.kind, _read(args.file), expected, source=str(Path(args.file).name))
-    from clusterforge.validation.judges import load
-
-    status = load("checks").overall(results)
+        planned, note = judges.plan_expectation(_read(args.plan), args.fabric, source=args.plan)
+        if note:
+            sys.stderr.write(f"note: {note}\n")
+        # --expect overrides what the plan says.
+        expected = {**planned, **expected}
+    results = judges.judge_text(args.kind, _read(args.file), expected, source=str(Path(args.file).name))
+    status = judges.overall(results)
     if args.json:
         document = {"kind": args.kind, "file": args.file, "status": status, "checks": [r.as_dict() for r in results]}
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")

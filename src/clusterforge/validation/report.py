@@ -8,10 +8,10 @@ Input: the run directory playbooks/validate.yml writes on the controller,
                                                                   expected, message}], ...}]}
     <report dir>/<run id>/_run.json     the NCCL pairs, failed pairs, bisection runs and verdict
 
-A node's verdict is the worst of its checks (all skipped stays skipped, never pass). A failed
-pair run is counted against the node that led it unless the bisection cleared that node; the
-culprits it named failed their own runs and so fail anyway. A module run that returned no
-verdict (it crashed) counts as a failed check ``<module>.error``.
+A node's verdict follows clusterforge.validation.host_verdict, the rule the playbook applies too:
+the worst of its checks (all skipped stays skipped, never pass), where a failed pair run does not
+count against a node the bisection cleared. A module run that returned no verdict (it crashed)
+shows as a failed check ``<module>.error``.
 """
 
 from __future__ import annotations
@@ -26,17 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.errors import UsageError
+from clusterforge.validation.host_verdict import counts_against, crashed, host_verdict, verdicts
 
 HOST_SCHEMA = "clusterforge.validation.host/1"
 RUN_SCHEMA = "clusterforge.validation.run/1"
 REPORT_SCHEMA = "clusterforge.validation.report/1"
-STATUSES = ("fail", "warn", "pass", "skipped")
-_SEVERITY = {"fail": 3, "warn": 2, "pass": 1, "skipped": 0}
+STATUSES = verdicts.STATUSES
 COLOURS = {"pass": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828", "skipped": "#757575"}
-
-
-def worst(statuses) -> str:
-    return max(statuses, key=lambda s: _SEVERITY.get(s, 3), default="skipped")
 
 
 @dataclass
@@ -71,10 +67,12 @@ class Node:
     host: str
     node_type: str | None
     checks: list[Check] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)  # the module runs the checks came from
+    cleared: set[str] = field(default_factory=set)  # hosts the bisection cleared
 
     @property
     def status(self) -> str:
-        return worst(c.status for c in self.checks if c.counted)
+        return host_verdict(self.host, self.records, self.cleared)["status"]
 
     @property
     def counts(self) -> dict[str, int]:
@@ -94,7 +92,7 @@ class Run:
 
     @property
     def status(self) -> str:
-        return worst(node.status for node in self.nodes)
+        return verdicts.worst(node.status for node in self.nodes)
 
     @property
     def verdict(self) -> dict[str, Any]:
@@ -116,15 +114,13 @@ def _read_json(path: Path) -> dict[str, Any]:
 def _checks_of(host: str, record: dict[str, Any], cleared: set[str]) -> list[Check]:
     module = str(record.get("module") or "unknown")
     scope = record.get("scope")
-    counted = not (scope == "pair" and host in cleared)
-    if "error" in record or not isinstance(record.get("checks"), list):
+    counted = counts_against(host, record, cleared)
+    if crashed(record):
         message = str(record.get("error") or record.get("msg") or "the module returned no verdict")
-        return [Check(host, module, f"{module}.error", "fail", None, None, message, scope, counted)]
+        return [Check(host, module, f"{module}.error", verdicts.FAIL, None, None, message, scope, counted)]
     found = []
     for item in record["checks"]:
-        status = item.get("status")
-        if status not in _SEVERITY:
-            status = "fail"
+        status = verdicts.worst([str(item.get("status"))])  # an unknown status reads as fail
         found.append(
             Check(
                 host,
@@ -179,10 +175,11 @@ def load_run(results_dir: str | Path) -> Run:
         results = data.get("results")
         if not isinstance(results, list):
             raise UsageError(f"{path}: 'results' must be a list of module results")
-        node = Node(host, data.get("node_type"))
+        node = Node(host, data.get("node_type"), cleared=cleared)
         for record in results:
             if not isinstance(record, dict):
                 raise UsageError(f"{path}: a result is not an object: {record!r}")
+            node.records.append(record)
             node.checks.extend(_checks_of(host, record, cleared))
             point = _bandwidth_of(host, record)
             if point is not None:

@@ -1,7 +1,7 @@
 """Where the captured outputs live, and plugins/module_utils imported the way Ansible does it.
 
 Ansible merges a project's module_utils directory into the ``ansible.module_utils`` namespace when it
-builds a module payload, so the files import each other with ``from ansible.module_utils.checks
+builds a module payload, so the files import each other with ``from ansible.module_utils.verdicts
 import ...``. Appending the directory to that package's search path gives the tests the same view.
 """
 

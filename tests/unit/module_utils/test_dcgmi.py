@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 from ansible.module_utils import gpu_judge
-from ansible.module_utils.checks import FAIL, PASS, SKIPPED, WARN, overall
 from ansible.module_utils.dcgmi import DcgmiParseError, parse_dcgmi_diag
+from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN, overall
 
 from .samples import load, names
 

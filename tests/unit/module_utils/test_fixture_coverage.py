@@ -21,7 +21,7 @@ from ansible.module_utils import (
     perftest,
     xid,
 )
-from ansible.module_utils.checks import ParseError
+from ansible.module_utils.verdicts import ParseError
 
 from .samples import FIXTURES, fixture_files, read
 

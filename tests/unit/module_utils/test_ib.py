@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 from ansible.module_utils import ib_judge
-from ansible.module_utils.checks import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, overall
 from ansible.module_utils.ib_sysfs import IbSysfsParseError, read_ib_sysfs
 from ansible.module_utils.ibstat import IbstatParseError, parse_ibstat
 from ansible.module_utils.ibv_devinfo import IbvDevinfoParseError, parse_ibv_devinfo
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, overall
 
 from .samples import load, names
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 from ansible.module_utils import cabling_judge
-from ansible.module_utils.checks import FAIL, PASS, SKIPPED
 from ansible.module_utils.ibnetdiscover import IbnetdiscoverParseError, parse_ibnetdiscover_ports, unique_links
+from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED
 
 from .samples import load, names
 

@@ -4,8 +4,8 @@ import dataclasses
 
 import pytest
 from ansible.module_utils import nccl_judge
-from ansible.module_utils.checks import FAIL, PASS, SKIPPED, WARN
 from ansible.module_utils.nccl_tests import NcclTestsParseError, parse_nccl_tests
+from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN
 
 from .samples import load, names
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 from ansible.module_utils import gpu_judge, nvidia_smi, nvidia_topo, xid
-from ansible.module_utils.checks import FAIL, PASS, SKIPPED, WARN, overall
 from ansible.module_utils.nvidia_smi import NvidiaSmiParseError, PcieLink
+from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN, overall
 
 from .samples import load, names
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 from ansible.module_utils import ib_judge
-from ansible.module_utils.checks import FAIL, PASS, WARN
 from ansible.module_utils.perftest import PerftestParseError, parse_perftest
+from ansible.module_utils.verdicts import FAIL, PASS, WARN
 
 from .samples import load, names
 

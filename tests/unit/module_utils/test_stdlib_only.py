@@ -17,7 +17,16 @@ TOO_NEW = {"removeprefix", "removesuffix", "strict"}
 
 
 def test_there_are_module_utils():
-    assert {"checks", "nvidia_smi", "gpu_judge", "nccl_tests", "nccl_judge", "ibstat", "ib_judge"} <= SIBLINGS
+    assert {
+        "verdicts",
+        "check_module",
+        "nvidia_smi",
+        "gpu_judge",
+        "nccl_tests",
+        "nccl_judge",
+        "ibstat",
+        "ib_judge",
+    } <= SIBLINGS
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.node_checks import REPLAY_OPTIONS
+from ansible.module_utils.check_module import REPLAY_OPTIONS
 
 from .conftest import MODULES, load_module
 

@@ -1,6 +1,6 @@
-"""Common types of the node checks: the verdict of one check and the error every parser raises.
+"""Verdicts of the node checks: the statuses and their order, one check's result, and the error every parser raises.
 
-Stdlib only: Ansible ships this file to the nodes as ``ansible.module_utils.checks``.
+Stdlib only: Ansible ships this file to the nodes as ``ansible.module_utils.verdicts``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ PASS = "pass"
 WARN = "warn"
 FAIL = "fail"
 SKIPPED = "skipped"
-STATUSES = (PASS, WARN, FAIL, SKIPPED)
-
-# Worst first: an overall verdict is the worst status of its parts. A skipped check never makes a
-# run pass on its own (see overall()).
-_SEVERITY = {FAIL: 3, WARN: 2, PASS: 1, SKIPPED: 0}
+# The one verdict order, worst first: an overall verdict is the worst status of its parts, and a
+# skipped check never makes a run pass on its own (see overall()). The controller (the validation
+# report and playbook filters) imports this file too, so the order is stated here only.
+STATUSES = (FAIL, WARN, PASS, SKIPPED)
+_SEVERITY = {status: len(STATUSES) - rank for rank, status in enumerate(STATUSES)}
 
 NO_HARDWARE = "skipped: no hardware"
 
@@ -65,9 +65,24 @@ def skipped(check: str, reason: str, expected: Any = None) -> CheckResult:
     return CheckResult(check=check, status=SKIPPED, measured=None, expected=expected, message=reason)
 
 
+def absent(check: str, reason: str, expected: Any = None, required: bool = False) -> CheckResult:
+    """The verdict on hardware (or its tool) that is not there: skipped with the reason, never
+    pass; failed when the node is required to have it and something is expected of it."""
+    if required and expected:
+        return CheckResult(check, FAIL, None, expected, f"required but absent ({reason}); expected {expected}")
+    return skipped(check, reason, expected)
+
+
+def severity(status: str) -> int:
+    """Rank of a status in the verdict order (higher is worse); anything unknown ranks as FAIL, so a
+    record that is not understood can never pass."""
+    return _SEVERITY.get(status, _SEVERITY[FAIL])
+
+
 def worst(statuses: Iterable[str]) -> str:
-    """The most severe of the statuses; SKIPPED when there are none."""
-    return max(statuses, key=_SEVERITY.__getitem__, default=SKIPPED)
+    """The most severe of the statuses; SKIPPED when there are none. An unknown status is FAIL."""
+    found = max(statuses, key=severity, default=SKIPPED)
+    return found if found in _SEVERITY else FAIL
 
 
 def overall(results: Iterable[CheckResult]) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple
 
-from ansible.module_utils.checks import FAIL, PASS, SKIPPED, STATUSES, WARN, CheckResult, overall
+from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, STATUSES, WARN, CheckResult, overall
 
 PCI_ROOT = "/sys/bus/pci/devices"
 NVIDIA_VENDOR = "0x10de"

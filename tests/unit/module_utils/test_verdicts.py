@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.checks import (
+from ansible.module_utils.verdicts import (
     FAIL,
     PASS,
     SKIPPED,
     WARN,
     CheckResult,
     ParseError,
+    absent,
     overall,
     result,
     skipped,
@@ -32,6 +33,14 @@ def test_worst(statuses, verdict):
 
 def test_all_skipped_never_passes():
     assert overall([skipped("ib.present", "skipped: no hardware")]) == SKIPPED
+
+
+def test_absent_hardware_is_skipped_unless_required_and_expected():
+    assert absent("gpu.count", "skipped: no hardware", 8).status == SKIPPED
+    assert absent("gpu.count", "skipped: no hardware", None, required=True).status == SKIPPED
+    failed = absent("ib.present", "skipped: no hardware", ["mlx5_0"], required=True)
+    assert (failed.status, failed.expected) == (FAIL, ["mlx5_0"])
+    assert failed.message == "required but absent (skipped: no hardware); expected ['mlx5_0']"
 
 
 def test_parse_error_says_where_and_what():
