@@ -16,13 +16,13 @@ DOCUMENTATION = r"""
 name: clusterforge_in_container
 short_description: Whether a node is a container, from its gathered facts
 description:
-  - True when the node's virtualization facts name a container technology. ansible-core's
+  - "True when the node's virtualization facts name a container technology. ansible-core's
     Linux virtual facts read every signal this needs: docker, lxc and containerd in
     C(/proc/1/cgroup), C(container=) in PID 1's environment (systemd in Docker or Podman,
     lxc), C(/run/systemd/container) (systemd-nspawn and every container systemd recognises),
     C(/.dockerenv) and OpenVZ's C(/proc/vz). Any of them puts C(container) in
     C(virtualization_tech_guest); older facts only set C(virtualization_type) and
-    C(virtualization_role), which are read too.
+    C(virtualization_role), which are read too."
   - A virtual machine (kvm, VMware, ...) is not a container; a container inside a virtual
     machine is.
   - Needs the C(virtual) fact subset (and root, for PID 1's environment).

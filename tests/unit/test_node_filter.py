@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+import yaml
 from ansible.errors import AnsibleFilterError
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -73,3 +74,10 @@ def test_roles_leave_container_detection_to_the_filter():
         if any(signal in path.read_text() for signal in signals)
     ]
     assert offenders == []
+
+
+def test_documentation_names_the_filter():
+    spec = importlib.util.spec_from_file_location("clusterforge_node_filter_doc", FILTER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert yaml.safe_load(module.DOCUMENTATION)["name"] == "clusterforge_in_container"
