@@ -92,3 +92,32 @@ def test_every_bad_path_is_named_in_one_message():
 @pytest.mark.parametrize("name", FILE_VARIABLES)
 def test_every_file_variable_is_guarded(name):
     assert name in [rule["name"] for rule in _path_guard()["vars"]["__os_tuning_path_rules"]]
+
+
+# Molecule sets a KiB value (a container cannot rise to unlimited); the default is rendered here.
+@pytest.mark.parametrize(
+    ("memlock", "limits", "systemd"),
+    [("unlimited", "unlimited", "infinity"), (4096, "4096", "4096K")],
+)
+def test_memlock_files_for_unlimited_and_a_number(memlock, limits, systemd):
+    variables = {"ansible_managed": "Ansible managed", "os_tuning_memlock": memlock}
+    limits_file = _render((ROLE / "templates" / "memlock-limits.conf.j2").read_text(), **variables)
+    systemd_file = _render((ROLE / "templates" / "memlock-systemd.conf.j2").read_text(), **variables)
+    entries = [line.split() for line in limits_file.splitlines() if line and not line.startswith("#")]
+    assert entries == [[who, kind, "memlock", limits] for who in ("*", "root") for kind in ("soft", "hard")]
+    assert systemd_file.splitlines()[-2:] == ["[Manager]", f"DefaultLimitMEMLOCK={systemd}"]
+
+
+def test_sysctl_file_holds_every_key_once_under_the_managed_header():
+    settings = {"vm.nr_hugepages": 8192, "net.ipv4.tcp_rmem": "4096 87380 2147483647"}
+    text = _render(
+        (ROLE / "templates" / "sysctl.conf.j2").read_text(),
+        ansible_managed="Ansible managed",
+        __os_tuning_sysctl=settings,
+    )
+    lines = text.splitlines()
+    assert lines[:3] == ["#", "# Ansible managed", "#"]
+    assert [line for line in lines if not line.startswith("#")] == [
+        "vm.nr_hugepages = 8192",
+        "net.ipv4.tcp_rmem = 4096 87380 2147483647",
+    ]
