@@ -39,3 +39,17 @@ def test_readme_lists_exactly_the_public_variables(role):
     readme = (role / "README.md").read_text()
     listed = re.findall(r"^\| `([a-z0-9_]+)` \|", readme, flags=re.MULTILINE)
     assert sorted(listed) == sorted(defaults)
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+def test_os_data_reaches_tasks_only_through_public_defaults(role):
+    """vars/<OS>.yml holds __ names; tasks, handlers and templates read the overridable default."""
+    defaults_text = (role / "defaults" / "main.yml").read_text()
+    os_names = {name for vars_file in (role / "vars").glob("*.yml") for name in _load(vars_file)}
+    users = [p for d in ("tasks", "handlers", "templates") for p in (role / d).glob("*") if p.is_file()]
+    for name in sorted(os_names):
+        assert re.search(rf"^{role.name}_[a-z0-9_]+: .*\b{name}\b", defaults_text, flags=re.MULTILINE), (
+            f"{name} has no public default in defaults/main.yml"
+        )
+        direct = [str(p.relative_to(role)) for p in users if re.search(rf"\b{name}\b", p.read_text())]
+        assert direct == [], f"{name} used directly instead of its public default"
