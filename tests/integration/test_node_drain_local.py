@@ -1,0 +1,131 @@
+"""roles/node_drain against a fake scontrol (tests/integration/fake_scontrol.py) on hosts reached
+with the local connection: it drains and resumes only what it drained, and waits for jobs.
+tests/integration/test_rolling_update.py does the same against a real Slurm on the lab."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+PROJECT = HERE.parents[1]
+BIN = Path(sys.executable).parent
+OURS = "clusterforge rolling update"  # node_drain_reason's default
+ADMIN = "admin: bad dimm"
+
+NODES = {
+    # An administrator drained it: it stays drained, with their reason.
+    "node01": {"drain": True, "reason": ADMIN, "jobs": 0},
+    # In service: drained, then resumed.
+    "node02": {"drain": False, "reason": "", "jobs": 0},
+    # Left drained by an earlier roll that failed: not drained again, resumed.
+    "node03": {"drain": True, "reason": OURS, "jobs": 0},
+    # Drained by an administrator while a job runs: the role waits for the job, then leaves it drained.
+    "node04": {"drain": True, "reason": ADMIN, "jobs": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def drained(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("node-drain")
+    bindir = tmp / "bin"
+    bindir.mkdir()
+    scontrol = bindir / "scontrol"
+    scontrol.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{HERE / "fake_scontrol.py"}" "$@"\n')
+    scontrol.chmod(0o755)
+    state = tmp / "slurm.json"
+    state.write_text(json.dumps(NODES))
+    log = tmp / "calls.log"
+    log.touch()
+    # node05 is unknown to Slurm: nothing to drain.
+    hosts = [*NODES, "node05"]
+    inventory = tmp / "hosts.ini"
+    inventory.write_text(
+        "[all]\n"
+        + "".join(f"{h} ansible_connection=local ansible_python_interpreter={sys.executable}\n" for h in hosts)
+    )
+    env = {
+        **os.environ,
+        "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_SLURM_STATE": str(state),
+        "FAKE_SLURM_LOG": str(log),
+        "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(tmp / "facts"),
+    }
+    done = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", str(inventory), str(HERE / "playbooks" / "node_drain.yml")],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    return {"report": json_report(done.stdout), "state": json.loads(state.read_text()), "calls": calls}
+
+
+def json_report(stdout: str) -> dict:
+    """The json callback's document; ansible.cfg's profile_tasks prints its timing lines around it."""
+    return json.JSONDecoder().raw_decode(stdout[stdout.index("{\n") :])[0]
+
+
+def updates(calls: list[list[str]], node: str) -> list[str]:
+    return [" ".join(call[2:]) for call in calls if call[0] == "update" and call[1] == f"nodename={node}"]
+
+
+def task_results(report: dict, task: str) -> dict[str, dict]:
+    """host -> result of the named task of the role."""
+    found: dict[str, dict] = {}
+    for play in report["plays"]:
+        for entry in play["tasks"]:
+            if entry["task"]["name"] == f"node_drain : {task}":
+                found.update(entry["hosts"])
+    return found
+
+
+def test_an_administrators_drain_is_left_with_its_reason(drained):
+    assert updates(drained["calls"], "node01") == []
+    assert drained["state"]["node01"] == NODES["node01"]
+    said = task_results(drained["report"], "Say the node stays out of service in Slurm")["node01"]["msg"]
+    assert f"node01 stays IDLE+DRAIN in Slurm (reason: {ADMIN})" in said
+
+
+def test_a_node_in_service_is_drained_and_resumed(drained):
+    assert updates(drained["calls"], "node02") == [f"state=drain reason={OURS}", "state=resume"]
+    assert drained["state"]["node02"] == {"drain": False, "reason": "", "jobs": 0}
+
+
+def test_a_node_left_drained_by_an_earlier_roll_is_resumed(drained):
+    assert updates(drained["calls"], "node03") == ["state=resume"]
+    assert drained["state"]["node03"]["drain"] is False
+
+
+def test_the_drain_waits_for_running_jobs_and_leaves_an_admin_drain(drained):
+    shows = [call for call in drained["calls"] if call == ["show", "node", "node04"]]
+    # detect (busy), the wait (busy, then idle five seconds later), resume's detect
+    assert len(shows) == 4
+    assert updates(drained["calls"], "node04") == []
+    assert drained["state"]["node04"] == {**NODES["node04"], "jobs": 0}
+
+
+def test_a_node_slurm_does_not_know_is_left_alone(drained):
+    assert updates(drained["calls"], "node05") == []
+    said = task_results(drained["report"], "Say that no scheduler knows the node")
+    assert "neither Slurm nor Kubernetes knows this node" in said["node05"]["msg"]
+
+
+def test_changed_follows_the_node_state(drained):
+    mark = task_results(drained["report"], "Mark the node for draining in Slurm")
+    resume = task_results(drained["report"], "Return the node to service in Slurm")
+    assert {h for h, r in mark.items() if r.get("changed")} == {"node02"}
+    assert {h for h, r in mark.items() if r.get("skipped")} == {"node01", "node03", "node04"}
+    assert {h for h, r in resume.items() if r.get("changed")} == {"node02", "node03"}
+    assert {h for h, r in resume.items() if r.get("skipped")} == {"node01", "node04", "node05"}
