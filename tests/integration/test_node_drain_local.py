@@ -30,36 +30,46 @@ NODES = {
 }
 
 
-@pytest.fixture(scope="module")
-def drained(tmp_path_factory) -> dict:
-    tmp = tmp_path_factory.mktemp("node-drain")
+def fake_tools(tmp: Path, nodes: dict) -> dict:
+    """Environment for ansible-playbook with a fake scontrol over `nodes` and a fake systemctl
+    (a running system, no failed unit) first on PATH, and its own fact cache."""
     bindir = tmp / "bin"
     bindir.mkdir()
-    scontrol = bindir / "scontrol"
-    scontrol.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{HERE / "fake_scontrol.py"}" "$@"\n')
-    scontrol.chmod(0o755)
-    state = tmp / "slurm.json"
-    state.write_text(json.dumps(NODES))
-    log = tmp / "calls.log"
-    log.touch()
-    # node05 is unknown to Slurm: nothing to drain.
-    hosts = [*NODES, "node05"]
-    inventory = tmp / "hosts.ini"
-    inventory.write_text(
-        "[all]\n"
-        + "".join(f"{h} ansible_connection=local ansible_python_interpreter={sys.executable}\n" for h in hosts)
-    )
-    env = {
+    scripts = {
+        "scontrol": f'exec "{sys.executable}" "{HERE / "fake_scontrol.py"}" "$@"',
+        "systemctl": 'if [ "$1" = is-system-running ]; then echo running; fi',
+    }
+    for name, body in scripts.items():
+        (bindir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bindir / name).chmod(0o755)
+    (tmp / "slurm.json").write_text(json.dumps(nodes))
+    (tmp / "calls.log").touch()
+    return {
         **os.environ,
         "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
-        "FAKE_SLURM_STATE": str(state),
-        "FAKE_SLURM_LOG": str(log),
+        "FAKE_SLURM_STATE": str(tmp / "slurm.json"),
+        "FAKE_SLURM_LOG": str(tmp / "calls.log"),
         "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"),
         "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
         "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(tmp / "facts"),
     }
+
+
+def local_inventory(tmp: Path, hosts: dict[str, str]) -> Path:
+    """hosts: name -> extra inventory variables of the host ("key=value ...")."""
+    path = tmp / "hosts.ini"
+    lines = [
+        f"{host} ansible_connection=local ansible_python_interpreter={sys.executable} ansible_become=false {extra}"
+        for host, extra in hosts.items()
+    ]
+    path.write_text("[all]\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def play(tmp: Path, env: dict, inventory: Path, playbook: Path, *extra: str) -> dict:
+    """Runs the playbook; its json report, the fake Slurm's node states and the scontrol calls."""
     done = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(inventory), str(HERE / "playbooks" / "node_drain.yml")],
+        [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook), *extra],
         cwd=PROJECT,
         capture_output=True,
         text=True,
@@ -67,9 +77,25 @@ def drained(tmp_path_factory) -> dict:
         check=False,
         timeout=300,
     )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr
-    calls = [json.loads(line) for line in log.read_text().splitlines()]
-    return {"report": json_report(done.stdout), "state": json.loads(state.read_text()), "calls": calls}
+    calls = [json.loads(line) for line in (tmp / "calls.log").read_text().splitlines()]
+    return {
+        "rc": done.returncode,
+        "output": done.stdout[-4000:] + done.stderr,
+        "report": json_report(done.stdout),
+        "state": json.loads((tmp / "slurm.json").read_text()),
+        "calls": calls,
+    }
+
+
+@pytest.fixture(scope="module")
+def drained(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("node-drain")
+    env = fake_tools(tmp, NODES)
+    # node05 is unknown to Slurm: nothing to drain.
+    inventory = local_inventory(tmp, dict.fromkeys([*NODES, "node05"], ""))
+    result = play(tmp, env, inventory, HERE / "playbooks" / "node_drain.yml")
+    assert result["rc"] == 0, result["output"]
+    return result
 
 
 def json_report(stdout: str) -> dict:
@@ -81,12 +107,13 @@ def updates(calls: list[list[str]], node: str) -> list[str]:
     return [" ".join(call[2:]) for call in calls if call[0] == "update" and call[1] == f"nodename={node}"]
 
 
-def task_results(report: dict, task: str) -> dict[str, dict]:
-    """host -> result of the named task of the role."""
+def task_results(report: dict, task: str, role: str | None = "node_drain") -> dict[str, dict]:
+    """host -> result of the named task of the role (or of the play, role None)."""
+    name = f"{role} : {task}" if role else task
     found: dict[str, dict] = {}
     for play in report["plays"]:
         for entry in play["tasks"]:
-            if entry["task"]["name"] == f"node_drain : {task}":
+            if entry["task"]["name"] == name:
                 found.update(entry["hosts"])
     return found
 
