@@ -6,6 +6,7 @@ A node's "jobs" counts the `show node` calls it stays busy for: MIXED, and MIXED
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sys
@@ -13,6 +14,13 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
+    # Ansible runs the hosts in parallel: one call at a time reads and writes the state file.
+    with Path(os.environ["FAKE_SLURM_STATE"] + ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return locked(argv)
+
+
+def locked(argv: list[str]) -> int:
     state_file = Path(os.environ["FAKE_SLURM_STATE"])
     with Path(os.environ["FAKE_SLURM_LOG"]).open("a") as log:
         log.write(json.dumps(argv) + "\n")
