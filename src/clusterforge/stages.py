@@ -42,7 +42,10 @@ class Registry:
 
     def rollable_stage(self, name: str) -> Stage:
         if name not in self.rollable:
-            raise UsageError(f"unknown stage {name!r} for a rolling update: expected one of {', '.join(self.rollable)}")
+            raise UsageError(
+                f"unknown stage {name!r} for a rolling update: expected one of {', '.join(self.rollable)} "
+                "(the stages with roles)"
+            )
         return self.stage(name)
 
     def stage(self, name: str) -> Stage:

@@ -85,7 +85,9 @@ def test_rollable_stages_are_those_with_roles():
 
 
 def test_an_unknown_stage_is_a_clear_error():
-    with pytest.raises(UsageError, match=r"unknown stage 'gpux' for a rolling update: expected one of base$"):
+    with pytest.raises(
+        UsageError, match=r"unknown stage 'gpux' for a rolling update: expected one of base \(the stages with roles\)$"
+    ):
         REGISTRY.rollable_stage("gpux")
     with pytest.raises(UsageError, match=r"unknown stage 'preflight' for a rolling update"):
         REGISTRY.rollable_stage("preflight")  # a stage, but one without roles to roll
