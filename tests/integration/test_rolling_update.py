@@ -102,6 +102,36 @@ def test_the_roll_drains_a_slurm_node_and_waits_for_its_job(lab, docker_client):
     assert [e["event"] for e in events] == ["runner_on_ok"] and events[0]["event_data"]["res"]["changed"]
 
 
+def test_the_roll_leaves_an_administrators_drain_in_place(lab, docker_client):
+    """Runs after the test above, on its Slurm: node01, drained by an administrator, is rolled but
+    stays drained with their reason; node_drain neither drains it again nor resumes it."""
+    _slurm(docker_client, ["scontrol", "update", "nodename=node01", "state=drain", "reason=admin: bad dimm"])
+    try:
+        done = clusterforge(
+            "run",
+            "rolling-update",
+            "-i",
+            str(lab["inventory"]),
+            "--stage",
+            "base",
+            "--limit",
+            "node01",
+            "-e",
+            "node_drain_slurm=true",
+            "--json",
+            env=lab["env"],
+            check=False,
+        )
+        assert done.returncode == errors.EXIT_OK, done.stdout[-3000:] + done.stderr
+        node = _slurm(docker_client, ["scontrol", "show", "node", "node01"])
+        assert "DRAIN" in node.split("State=", 1)[1].split()[0], node
+        assert "Reason=admin: bad dimm" in node, node
+        assert [e["event"] for e in _events(lab, "Mark the node for draining in Slurm")] == ["runner_on_skipped"]
+        assert [e["event"] for e in _events(lab, "Return the node to service in Slurm")] == ["runner_on_skipped"]
+    finally:
+        _slurm(docker_client, ["scontrol", "update", "nodename=node01", "state=resume"])
+
+
 def _events(lab, task: str) -> list[dict]:
     """The newest run's events for one task, from ansible-runner's artifacts."""
     runs = Path(lab["env"]["CLUSTERFORGE_STATE_DIR"]) / "runs"

@@ -10,6 +10,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from clusterforge import stages
 from clusterforge.errors import UsageError
 from clusterforge.paths import project_dir
 from clusterforge.runner import playbook as runner
@@ -21,12 +22,13 @@ console = Console()
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    registry = _registry_for_help()
     run = subparsers.add_parser("run", help="run site.yml, a stage or rolling-update on an inventory")
     run.add_argument(
         "playbook",
         nargs="?",
         default="site",
-        help=f"site (default), a stage ({', '.join(runner.STAGES)}), "
+        help=f"site (default), a stage ({', '.join(registry.names) if registry else 'see ' + str(stages.REGISTRY)}), "
         f"{', '.join(runner.NAMED_PLAYBOOKS)}, or a playbook file",
     )
     run.add_argument("-i", "--inventory", help="topology file, inventory file or directory (default: the lab's)")
@@ -48,7 +50,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     run.add_argument("--vault-password-file", help="file holding the Ansible Vault password")
     run.add_argument("--json", action="store_true", help="print the run summary as JSON, no progress display")
     rolling = run.add_argument_group("rolling-update")
-    rolling.add_argument("--stage", help="stage to roll out batch by batch (rolling-update; default gpu)")
+    rolling.add_argument(
+        "--stage",
+        help="stage to roll out batch by batch (rolling-update; "
+        + (
+            f"one of {', '.join(registry.rollable)}, default {registry.rolling_update_default_stage})"
+            if registry
+            else f"default from {stages.REGISTRY})"
+        ),
+    )
     rolling.add_argument("--serial", help="batch size, a count or a percentage (rolling-update; default 10%%)")
     rolling.add_argument(
         "--max-fail-percentage",
@@ -57,6 +67,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     run.add_argument("--project-dir", help="clusterforge checkout holding site.yml and roles/")
     return run
+
+
+def _registry_for_help() -> stages.Registry | None:
+    """The stages to name in --help; the parser is built before --project-dir is read, so this is
+    the project found from the current directory or the install, or none (help without the list)."""
+    try:
+        return stages.load(project_dir())
+    except UsageError:
+        return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         extravars=parse_extra_vars(args.extra_var),
         vault_password_file=args.vault_password_file,
     )
-    options.extravars.update(_rolling_vars(args))
+    options.extravars.update(_rolling_vars(args, project))
     recorder = RunRecorder()
     with runner.CancelOnSignal() as cancel, choose(recorder, console, args.json) as progress:
         result = runner.run_playbook(project, options, event_handler=progress, recorder=recorder, cancel=cancel)
@@ -96,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def _rolling_vars(args: argparse.Namespace) -> dict:
+def _rolling_vars(args: argparse.Namespace, project: Path) -> dict:
     given = {
         "rolling_update_stage": args.stage,
         "rolling_update_serial": args.serial,
@@ -105,6 +124,9 @@ def _rolling_vars(args: argparse.Namespace) -> dict:
     given = {key: value for key, value in given.items() if value is not None}
     if given and args.playbook != "rolling-update":
         raise UsageError("--stage, --serial and --max-fail-percentage apply to `clusterforge run rolling-update`")
+    if args.stage is not None:
+        # Refused here, before any host is touched; the playbook checks the same for plain Ansible.
+        stages.load(project).rollable_stage(args.stage)
     return given
 
 

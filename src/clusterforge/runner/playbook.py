@@ -17,6 +17,7 @@ from pathlib import Path
 
 import ansible_runner
 
+from clusterforge import stages
 from clusterforge.errors import (
     EXIT_HOSTS_FAILED,
     EXIT_HOSTS_UNREACHABLE,
@@ -27,7 +28,6 @@ from clusterforge.errors import (
 from clusterforge.paths import state_dir
 from clusterforge.runner.record import RunRecorder
 
-STAGES = ("preflight", "base", "gpu", "containers", "kubernetes", "storage", "validate")
 # Playbooks that are not stages of site.yml but run by name.
 NAMED_PLAYBOOKS = {"rolling-update": "rolling_update.yml"}
 
@@ -105,10 +105,11 @@ class RunResult:
 
 def resolve_playbook(project: Path, playbook: str) -> Path:
     """`site`, a stage name, a named playbook (rolling-update), or a path to a playbook file."""
+    stage_names = stages.load(project).names
     candidates = [Path(playbook)]
     if playbook == "site":
         candidates.insert(0, project / "site.yml")
-    elif playbook in STAGES:
+    elif playbook in stage_names:
         candidates.insert(0, project / "playbooks" / f"{playbook}.yml")
     elif playbook in NAMED_PLAYBOOKS:
         candidates.insert(0, project / "playbooks" / NAMED_PLAYBOOKS[playbook])
@@ -116,7 +117,7 @@ def resolve_playbook(project: Path, playbook: str) -> Path:
         if candidate.is_file():
             return candidate.resolve()
     raise UsageError(
-        f"playbook {playbook!r} not found: expected 'site', a stage ({', '.join(STAGES)}) that exists under "
+        f"playbook {playbook!r} not found: expected 'site', a stage ({', '.join(stage_names)}) that exists under "
         f"{project / 'playbooks'}, {', '.join(NAMED_PLAYBOOKS)}, or a playbook file"
     )
 

@@ -1,0 +1,86 @@
+"""playbooks/rolling_update.yml on hosts reached with the local connection, with a fake scontrol
+and systemctl (tests/integration/test_node_drain_local.py) and a test stage (role rolled_stage,
+given as the registry with -e) that changes nothing: a node whose GPU check fails after the
+stage stays drained, a node that passes is returned to service, an administrator's drain stays.
+tests/integration/test_rolling_update.py rolls the real base stage on the lab."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from tests.integration.test_node_drain_local import (
+    ADMIN,
+    OURS,
+    PROJECT,
+    fake_tools,
+    local_inventory,
+    play,
+    task_results,
+    updates,
+)
+from tests.unit.module_utils.samples import fixture
+
+# An H100 node whose GPUs report the hardware power brake: gpu_check's throttle check fails.
+POWER_BRAKE = fixture("nvidia-smi_query", "h100-8gpu-nvidia-smi-q-535.161.08-gpud.txt")
+NODES = {
+    "node01": {"drain": True, "reason": ADMIN, "jobs": 0},
+    "node02": {"drain": False, "reason": "", "jobs": 0},
+    "node06": {"drain": False, "reason": "", "jobs": 0},
+}
+STAGE = {"name": "rolled", "hosts": "all", "roles": ["rolled_stage"], "orchestrator": None}
+
+
+@pytest.fixture(scope="module")
+def rolled(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("rolling-update")
+    env = fake_tools(tmp, NODES)
+    env["ANSIBLE_ROLES_PATH"] = os.pathsep.join([str(PROJECT / "roles"), str(PROJECT / "tests/integration/roles")])
+    replay = tmp / "replay"
+    for host in NODES:
+        (replay / host).mkdir(parents=True)  # empty: no GPU, no HCA to check ("skipped: no hardware")
+    shutil.copy(POWER_BRAKE, replay / "node06" / "nvidia-smi-q.txt")
+    inventory = local_inventory(tmp, {"node01": "", "node02": "", "node06": "clusterforge_expected_gpus=8"})
+    registry = {"clusterforge_stages": [STAGE]}
+    # One node a batch, in inventory order: node06 fails last, after the others were rolled.
+    return play(
+        tmp,
+        env,
+        inventory,
+        PROJECT / "playbooks" / "rolling_update.yml",
+        "-e",
+        json.dumps(registry),
+        "-e",
+        "rolling_update_stage=rolled rolling_update_hosts=all rolling_update_serial=1",
+        "-e",
+        f"clusterforge_validation_replay_dir={replay}/{{{{ inventory_hostname }}}}",
+    )
+
+
+def test_the_stage_is_applied_to_every_node(rolled):
+    applied = task_results(rolled["report"], "Say the stage was applied", role="rolled_stage")
+    assert set(applied) == set(NODES), rolled["output"]
+
+
+def test_a_node_whose_checks_fail_stays_drained(rolled):
+    assert rolled["rc"] == 2, rolled["output"]  # node06 failed
+    assert updates(rolled["calls"], "node06") == [f"state=drain reason={OURS}"]
+    assert rolled["state"]["node06"]["drain"] is True
+    kept = task_results(rolled["report"], "Keep the node drained when a node check failed", role=None)
+    assert kept["node06"]["failed"] and "node06 stays drained: " in kept["node06"]["msg"]
+    assert "throttle" in kept["node06"]["msg"]
+
+
+def test_a_node_whose_checks_pass_is_returned_to_service(rolled):
+    assert updates(rolled["calls"], "node02") == [f"state=drain reason={OURS}", "state=resume"]
+    assert rolled["state"]["node02"]["drain"] is False
+    kept = task_results(rolled["report"], "Keep the node drained when a node check failed", role=None)
+    assert not kept["node02"].get("failed")
+
+
+def test_an_administrators_drain_survives_the_roll(rolled):
+    assert updates(rolled["calls"], "node01") == []
+    assert rolled["state"]["node01"] == NODES["node01"]

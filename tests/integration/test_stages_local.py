@@ -1,0 +1,149 @@
+"""The stage registry as Ansible reads it, on hosts reached with the local connection: the
+orchestrator gate of a stage, preflight's check of clusterforge_orchestrator, and the stages
+rolling_update.yml accepts. No containers, nothing on this machine is changed."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clusterforge import stages
+
+PROJECT = Path(__file__).resolve().parents[2]
+GATE_PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "stage_gate.yml"
+BIN = Path(sys.executable).parent
+# One host per value of clusterforge_orchestrator; `unset` takes the registry's default.
+CHOICES = ("slurm", "kubernetes", "both", "none", "unset")
+
+
+def inventory(tmp_path: Path, **host_vars: str) -> Path:
+    path = tmp_path / "hosts.ini"
+    lines = [
+        f"{host} ansible_connection=local ansible_python_interpreter={sys.executable} ansible_become=false {extra}"
+        for host, extra in host_vars.items()
+    ]
+    path.write_text("[all]\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def playbook(tmp_path: Path, path: Path, inventory_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"),
+        # Keep this machine's facts out of the user's fact cache.
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(tmp_path / "facts"),
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    return subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", str(inventory_path), str(path), *extra],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def registry_with_orchestrator_stages(tmp_path) -> Path:
+    """The project's registry plus a Slurm and a Kubernetes stage, as role issues will add them."""
+    document = yaml.safe_load((PROJECT / stages.REGISTRY).read_text())
+    document["clusterforge_stages"][2:2] = [
+        {"name": "slurm", "hosts": "all", "roles": [], "orchestrator": "slurm"},
+        {"name": "kubernetes", "hosts": "all", "roles": [], "orchestrator": "kubernetes"},
+    ]
+    path = tmp_path / "stages.yml"
+    path.write_text(yaml.safe_dump(document))
+    stages.load(tmp_path, Path(path.name))  # a registry the runner accepts too
+    return path
+
+
+def ran_on(output: str, stage: str) -> set[str]:
+    return set(re.findall(rf"msg: stage {stage} ran on (\S+)", output))
+
+
+@pytest.mark.parametrize(
+    ("stage", "runs_on"),
+    [
+        ("slurm", {"slurm", "both", "unset"}),
+        ("kubernetes", {"kubernetes", "both"}),
+        ("base", set(CHOICES)),
+    ],
+)
+def test_the_orchestrator_choice_decides_which_stages_run(tmp_path, registry_with_orchestrator_stages, stage, runs_on):
+    hosts = {choice: "" if choice == "unset" else f"clusterforge_orchestrator={choice}" for choice in CHOICES}
+    done = playbook(
+        tmp_path,
+        GATE_PLAYBOOK,
+        inventory(tmp_path, **hosts),
+        "-e",
+        f"stage_registry={registry_with_orchestrator_stages}",
+        "-e",
+        f"stage={stage}",
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert ran_on(done.stdout, stage) == runs_on
+    for host in set(CHOICES) - runs_on:
+        assert f"{host}: stage {stage} belongs to {stage}, which clusterforge_orchestrator=" in done.stdout
+
+
+def test_the_default_orchestrator_is_slurm():
+    # The `unset` host above runs the Slurm stage because of this default (documented in site.yml).
+    assert stages.load(PROJECT).default_orchestrator == "slurm"
+
+
+def test_an_unknown_stage_at_the_gate_is_a_clear_error(tmp_path, registry_with_orchestrator_stages):
+    done = playbook(
+        tmp_path,
+        GATE_PLAYBOOK,
+        inventory(tmp_path, local=""),
+        "-e",
+        f"stage_registry={registry_with_orchestrator_stages}",
+        "-e",
+        "stage=lsf",
+    )
+    assert done.returncode == 2
+    assert "unknown stage lsf: expected one of preflight, base, slurm, kubernetes, validate" in done.stdout
+
+
+@pytest.mark.parametrize("value", ["pbs", "Slurm", "[slurm]"])
+def test_preflight_rejects_a_bad_orchestrator(tmp_path, value):
+    inventory_path = inventory(tmp_path, local=f"clusterforge_orchestrator='{value}'")
+    done = playbook(tmp_path, PROJECT / "playbooks" / "preflight.yml", inventory_path)
+    assert done.returncode == 2, done.stdout[-3000:] + done.stderr
+    message = " ".join(done.stdout.split())
+    assert (
+        f'local: clusterforge_orchestrator is "{value}"; expected one of slurm, kubernetes, both, none (default slurm)'
+        in message.replace("'", "")
+    ), message[-3000:]
+
+
+def test_preflight_accepts_each_orchestrator_choice(tmp_path):
+    hosts = {choice: f"clusterforge_orchestrator={choice}" for choice in CHOICES if choice != "unset"}
+    done = playbook(tmp_path, PROJECT / "playbooks" / "preflight.yml", inventory(tmp_path, **hosts, unset=""))
+    # Later checks (operating system, systemd) depend on this machine; the orchestrator check must pass.
+    task = done.stdout.split("TASK [Check the orchestrator choice]", 1)[1].split("TASK [", 1)[0]
+    assert sorted(re.findall(r"ok: \[(\w+)\]", task)) == sorted(CHOICES), done.stdout[-3000:]
+
+
+def test_rolling_update_accepts_exactly_the_stages_with_roles(tmp_path):
+    registry = stages.load(PROJECT)
+    done = playbook(
+        tmp_path,
+        PROJECT / "playbooks" / "rolling_update.yml",
+        inventory(tmp_path, local=""),
+        "-e",
+        "rolling_update_hosts=all",
+        "-e",
+        "rolling_update_stage=preflight",
+    )
+    assert done.returncode == 2, done.stdout[-3000:] + done.stderr
+    expected = f"rolling update: unknown stage preflight; expected one of {', '.join(registry.rollable)}"
+    assert expected in " ".join(done.stdout.split())
