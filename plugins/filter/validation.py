@@ -87,10 +87,10 @@ def validation_plan(topology_file, hosts=None):
 
 def validation_node(topology_file, host):
     _, _, _, plan = _import()
-    cluster = _load(topology_file)
-    if not any(h.name == host for h in cluster.hosts):
-        raise AnsibleFilterError(f"clusterforge_validation_node: {host} is not in {topology_file}")
-    return plan.node_expectations(cluster, host)
+    try:
+        return plan.node_expectations(_load(topology_file), host)
+    except KeyError:
+        raise AnsibleFilterError(f"clusterforge_validation_node: {host} is not in {topology_file}") from None
 
 
 def led_by(round_pairs, host):
