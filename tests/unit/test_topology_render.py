@@ -448,7 +448,8 @@ def test_static_inventory_keeps_every_host_variable_once(plan):
             merged.setdefault(host, {}).update(host_vars or {})
             listed_with_vars[host] = listed_with_vars.get(host, 0) + bool(host_vars)
         for child in (group.get("children") or {}).values():
-            walk(child)
+            if child is not None:  # None: a group written out under another parent
+                walk(child)
 
     walk(document["all"])
     expected = build(plan).host_vars
