@@ -29,9 +29,9 @@ description:
     clusterforge_node_type and what the checks expect of every node of the type,
     clusterforge_expected_gpus, clusterforge_expected_gpu_model, clusterforge_expected_nvlink_generation,
     clusterforge_expected_nvswitch, clusterforge_expected_hca_rates (C({device: Gb/s})),
-    clusterforge_expected_link_layers (C({device: infiniband|ethernet})), clusterforge_expected_rails
-    and clusterforge_expected_nic_rate_gbps (the HCAs on the fabric that carries GPU traffic, and the
-    slowest of their rates; null without any)."
+    clusterforge_expected_link_layers (C({device: infiniband|ethernet})), clusterforge_expected_rail_hcas
+    (the HCAs on the fabric that carries GPU traffic, in rail order), clusterforge_expected_rails (how
+    many; null without any) and clusterforge_expected_nic_rate_gbps (the slowest of their rates)."
   - "Host variables: C(ansible_host), C(clusterforge_index), and the host's address in each subnet
     the topology's addressing has: C(clusterforge_inband_address), C(clusterforge_oob_address),
     C(clusterforge_storage_address). Nothing else is set per host: IPoIB addresses and HCA details

@@ -12,6 +12,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 EXAMPLES = PROJECT / "inventories" / "examples"
 SUPERPOD = str(EXAMPLES / "h100-superpod.topology.yml")
 PCIE = str(EXAMPLES / "pcie-roce-small.topology.yml")
+RAIL_ORDER = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
 
 
 @pytest.fixture(scope="module")
@@ -44,16 +45,7 @@ def test_a_dgx_in_the_last_unit(topology_host):
 
 def test_hcas_come_in_rail_order_with_their_ipoib_address(topology_host):
     hcas = topology_host("dgx001", SUPERPOD)["hcas"]
-    assert [hca["device"] for hca in hcas] == [
-        "mlx5_0",
-        "mlx5_3",
-        "mlx5_4",
-        "mlx5_5",
-        "mlx5_6",
-        "mlx5_9",
-        "mlx5_10",
-        "mlx5_11",
-    ]
+    assert [hca["device"] for hca in hcas] == RAIL_ORDER
     assert [hca["rail"] for hca in hcas] == list(range(1, 9))
     assert [hca["gpu"] for hca in hcas] == list(range(8))
     assert [hca["ipoib_address"] for hca in hcas] == [f"10.140.{rail}.10" for rail in range(8)]
@@ -79,6 +71,7 @@ def test_expectations(topology_host):
         "nvswitch": True,
         "hca_rates": None,
         "link_layers": None,
+        "rail_hcas": RAIL_ORDER,
         "rails": 8,
         "nic_rate_gbps": 400,
     }

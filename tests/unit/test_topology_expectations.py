@@ -39,6 +39,7 @@ def test_superpod_dgx_h100():
         nvswitch=True,
         hca_rates=dict.fromkeys(SUPERPOD_HCAS, 400),
         link_layers=dict.fromkeys(SUPERPOD_HCAS, "infiniband"),
+        rail_hcas=SUPERPOD_HCAS,
         rails=8,
         nic_rate_gbps=400,
     )
@@ -58,6 +59,7 @@ def test_pcie_roce_servers():
         nvswitch=False,
         hca_rates={"mlx5_0": 200, "mlx5_1": 200},
         link_layers={"mlx5_0": "ethernet", "mlx5_1": "ethernet"},
+        rail_hcas=["mlx5_0", "mlx5_1"],
         rails=2,
         nic_rate_gbps=200,
     )
@@ -75,6 +77,7 @@ def test_the_lab_has_no_gpu_fabric_and_expects_nothing():
         "clusterforge_expected_nvswitch": False,
         "clusterforge_expected_hca_rates": {},
         "clusterforge_expected_link_layers": {},
+        "clusterforge_expected_rail_hcas": [],
         "clusterforge_expected_rails": None,
         "clusterforge_expected_nic_rate_gbps": None,
     }

@@ -184,13 +184,14 @@ def test_superpod_pairs_cross_scalable_units():
     unit = {h.name: h.unit for h in plan.hosts}
     assert all(unit[a] != unit[b] for a, b in pairs["pairs"])
     assert found["cabling"] == {"host": "dgx001", "fabric": "compute"}  # head nodes have no HCA
-    assert node_expectations(plan, "dgx001") | {"hca_rates": None, "link_layers": None} == {
+    assert node_expectations(plan, "dgx001") | {"hca_rates": None, "link_layers": None, "rail_hcas": None} == {
         "gpus": 8,
         "gpu_model": "NVIDIA H100 80GB HBM3",
         "nvlink_generation": 4,
         "nvswitch": True,
         "hca_rates": None,
         "link_layers": None,
+        "rail_hcas": None,
         "rails": 8,
         "nic_rate_gbps": 400,
     }

@@ -20,7 +20,8 @@ class NodeExpectations:
     nvswitch: bool = False
     hca_rates: dict[str, int] = field(default_factory=dict)  # every HCA: device -> Gb/s
     link_layers: dict[str, str] = field(default_factory=dict)  # every HCA: device -> infiniband | ethernet
-    rails: int | None = None  # HCAs on the GPU fabric; None when the node has none there
+    rail_hcas: list[str] = field(default_factory=list)  # HCA devices on the GPU fabric, in rail order
+    rails: int | None = None  # how many; None when the node has none there
     nic_rate_gbps: int | None = None  # the slowest of those HCAs
 
     def as_dict(self) -> dict[str, Any]:
@@ -42,6 +43,7 @@ def derive(topology: Topology, type_name: str, gpu_fabric: str | None) -> NodeEx
         nvswitch=gpu.nvswitch if gpu else False,
         hca_rates={hca.device: hca.rate_gbps for hca in node_type.hcas},
         link_layers={hca.device: topology.fabrics[hca.fabric].link_layer for hca in node_type.hcas},
+        rail_hcas=[hca.device for hca in rails],
         rails=len(rails) or None,
         nic_rate_gbps=min((hca.rate_gbps for hca in rails), default=None),
     )

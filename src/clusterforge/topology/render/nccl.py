@@ -31,12 +31,6 @@ SOCKET_EXCLUDE = "^lo,docker"
 ROCE_GID_INDEX = 3
 
 
-def _gpu_fabric_of(plan: ClusterPlan, node_type: NodeType) -> str | None:
-    """The GPU fabric (ClusterPlan.gpu_fabric) when the node type has HCAs on it."""
-    fabric = plan.gpu_fabric
-    return fabric if any(hca.fabric == fabric for hca in node_type.hcas) else None
-
-
 def socket_ifname(plan: ClusterPlan, node_type: NodeType) -> str:
     fabrics = plan.topology.fabrics
     for wanted in (("inband",), ("inband", "storage")):
@@ -48,14 +42,13 @@ def socket_ifname(plan: ClusterPlan, node_type: NodeType) -> str:
 
 def settings(plan: ClusterPlan, type_name: str) -> dict[str, str] | None:
     """NCCL variables for one node type, or None when it has no HCA on the GPU fabric."""
-    node_type = plan.topology.node_types[type_name]
-    fabric_name = _gpu_fabric_of(plan, node_type)
-    if fabric_name is None:
+    rail_hcas = plan.expectations(type_name).rail_hcas
+    if not rail_hcas:
         return None
-    spec = plan.topology.fabrics[fabric_name]
+    spec = plan.topology.fabrics[plan.gpu_fabric]
     found = {
-        "NCCL_IB_HCA": "=" + ",".join(h.device for h in node_type.hcas if h.fabric == fabric_name),
-        "NCCL_SOCKET_IFNAME": socket_ifname(plan, node_type),
+        "NCCL_IB_HCA": "=" + ",".join(rail_hcas),
+        "NCCL_SOCKET_IFNAME": socket_ifname(plan, plan.topology.node_types[type_name]),
     }
     if spec.topology == "rail_optimized_fat_tree":
         found["NCCL_CROSS_NIC"] = "0"
@@ -68,8 +61,7 @@ def env_file(plan: ClusterPlan, type_name: str) -> str | None:
     values = settings(plan, type_name)
     if values is None:
         return None
-    node_type = plan.topology.node_types[type_name]
-    fabric_name = _gpu_fabric_of(plan, node_type)
+    fabric_name = plan.gpu_fabric
     spec = plan.topology.fabrics[fabric_name]
     comments = [
         f"NCCL settings for node type {type_name}, {generated_by(plan)}.",
