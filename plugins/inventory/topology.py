@@ -103,7 +103,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         inventory = self.inventory
         for name, value in data.all_vars.items():
             inventory.set_variable("all", name, value)
-        for group in (*data.children, *data.group_hosts, *data.group_vars):
+        for group in data.group_names():
             inventory.add_group(group)
         for parent, kids in data.children.items():
             for kid in kids:

@@ -123,6 +123,18 @@ def _member_sets(inventory: dict) -> dict:
     }
 
 
+def test_a_role_without_hosts_is_an_empty_group(tmp_path):
+    # The lab's compute role with count 0: its group is still a child of its site, node type and
+    # orchestrator groups.
+    lab = tmp_path / "zero.topology.yml"
+    text = (PROJECT / "inventories" / "lab" / "lab.topology.yml").read_text()
+    lab.write_text(text.replace("    count: 2\n", "    count: 0\n"))
+    inventory = json.loads(ansible("ansible-inventory", "-i", str(lab), "--list").stdout)
+    assert inventory["k8s_workers"]["children"] == ["compute"]
+    assert "compute" not in inventory or "hosts" not in inventory["compute"]
+    assert sorted(inventory["_meta"]["hostvars"]) == ["head01"]
+
+
 def test_a_broken_topology_names_file_line_and_field(tmp_path):
     broken = tmp_path / "broken.topology.yml"
     text = (EXAMPLES / "h100-superpod.topology.yml").read_text()

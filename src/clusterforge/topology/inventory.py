@@ -32,6 +32,12 @@ class InventoryData:
                 self.children.setdefault(parent, []).append(group)
         hosts.append(host)
 
+    def group_names(self) -> list[str]:
+        """Every group, in order of first mention: with children, hosts or variables, or only
+        named as a child (the group of a role with no hosts, count 0)."""
+        named = [*self.children, *(kid for kids in self.children.values() for kid in kids)]
+        return list(dict.fromkeys([*named, *self.group_hosts, *self.group_vars]))
+
     def to_yaml_dict(self) -> dict[str, Any]:
         """The standard YAML inventory structure (what Ansible's yaml plugin reads). Each group is
         written out once, where it first appears; under its other parents it is named only (the
@@ -55,9 +61,8 @@ class InventoryData:
                 found["children"] = {kid: entry(kid) for kid in self.children[name]}
             return found
 
-        names = dict.fromkeys([*self.group_hosts, *self.children, *self.group_vars])
         nested = {child for kids in self.children.values() for child in kids}
-        top = {name: entry(name) for name in sorted(names) if name not in nested}
+        top = {name: entry(name) for name in sorted(self.group_names()) if name not in nested}
         return {"all": {"vars": self.all_vars, "children": top}}
 
 
