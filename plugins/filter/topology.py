@@ -42,7 +42,8 @@ RETURN = r"""
 _value:
   description: >-
     name, role, index, unit, slot, site, node_type, addresses, hcas, and expected (gpus, gpu_model,
-    nvlink_generation, nvswitch, hca_rates, link_layers, rails, nic_rate_gbps).
+    nvlink_generation, nvswitch, hca_rates, link_layers, rail_hcas, rails, nic_rate_gbps: the inventory's
+    clusterforge_expected_* values).
   type: dict
 """
 

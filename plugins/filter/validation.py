@@ -21,7 +21,8 @@ description:
     spines and pods where the fabric allows; see clusterforge.validation.pairs) and the host and
     fabric for the cabling check.
   - "Sibling filters in this file: C(clusterforge_validation_node) (a host's expectations:
-    gpus, gpu_model, nvlink_generation, nvswitch, hca_rates, link_layers, rails, nic_rate_gbps),
+    ClusterPlan.expectations: gpus, gpu_model, nvlink_generation, nvswitch, hca_rates, link_layers,
+    rail_hcas, rails, nic_rate_gbps),
     C(clusterforge_validation_led_by) (the pair of a round this host leads, or none),
     C(clusterforge_validation_probes) (bisection runs: each node of a failed pair with a good
     node), C(clusterforge_validation_culprits) (culprits, cleared, unresolved, untested) and
