@@ -14,8 +14,10 @@ name: clusterforge_topology_host
 short_description: Everything the topology says about one host
 description:
   - Loads the topology file the inventory came from (C(clusterforge_topology_file)) once per
-    process and returns the host's role, index, unit, node type, addresses (IPoIB included, one
-    per rail) and its HCAs in rail order with netdev, PCI address, NUMA node, nearest GPU, rate.
+    process and returns the host's role, index, unit, node type, what the checks expect of it
+    (the same values as the inventory's clusterforge_expected_* variables), its addresses (IPoIB
+    included, one per rail) and its HCAs in rail order with netdev, PCI address, NUMA node,
+    nearest GPU, rate, rail, link layer and IPoIB address.
 positional: _input, topology_file
 options:
   _input:
@@ -38,7 +40,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: name, role, index, unit, slot, site, node_type, addresses, hcas, expected_gpus.
+  description: >-
+    name, role, index, unit, slot, site, node_type, addresses, hcas, and expected (gpus, gpu_model,
+    nvlink_generation, nvswitch, hca_rates, link_layers, rail_hcas, rails, nic_rate_gbps: the inventory's
+    clusterforge_expected_* values).
   type: dict
 """
 
@@ -57,24 +62,17 @@ def topology_host(hostname, topology_file):
         raise AnsibleFilterError(f"clusterforge_topology_host needs the clusterforge package: {exc}") from None
     try:
         plan = _plan(str(topology_file), os.path.getmtime(topology_file))
-    except (OSError, TopologyError) as exc:
+    except OSError as exc:
+        raise AnsibleFilterError(
+            f"clusterforge_topology_host: cannot read the topology file {topology_file!r}: {exc.strerror}"
+        ) from None
+    except TopologyError as exc:
         raise AnsibleFilterError(f"clusterforge_topology_host: {exc}") from None
-    host = next((h for h in plan.hosts if h.name == hostname), None)
-    if host is None:
-        raise AnsibleFilterError(f"clusterforge_topology_host: {hostname} is not in {topology_file}")
-    node_type = plan.topology.node_types[host.node_type]
+    try:
+        host = plan.host(hostname)
+    except KeyError:
+        raise AnsibleFilterError(f"clusterforge_topology_host: {hostname} is not in {topology_file}") from None
     addresses = plan.addresses(host)
-    ipoib = addresses.get("ipoib", [])
-    rails: dict[str, int] = {}
-    hcas = []
-    for hca in node_type.hcas:
-        rails[hca.fabric] = rails.get(hca.fabric, 0) + 1
-        entry = hca.model_dump()
-        entry["rail"] = rails[hca.fabric]
-        entry["link_layer"] = plan.topology.fabrics[hca.fabric].link_layer
-        if hca.fabric == plan.ipoib_fabric and rails[hca.fabric] <= len(ipoib):
-            entry["ipoib_address"] = ipoib[rails[hca.fabric] - 1]
-        hcas.append(entry)
     return {
         "name": host.name,
         "role": host.role,
@@ -83,12 +81,26 @@ def topology_host(hostname, topology_file):
         "slot": host.slot,
         "site": host.site,
         "node_type": host.node_type,
-        "expected_gpus": node_type.gpu.count if node_type.gpu else 0,
-        "gpu_model": node_type.gpu.model if node_type.gpu else None,
-        "nvlink_generation": node_type.gpu.nvlink_generation if node_type.gpu else None,
+        "expected": plan.expectations(host).as_dict(),
         "addresses": addresses,
-        "hcas": hcas,
+        "hcas": _hcas(plan, host, addresses.get("ipoib", [])),
     }
+
+
+def _hcas(plan, host, ipoib):
+    """The node type's HCAs in rail order, each with its rail on its fabric, the fabric's link
+    layer and, on the IPoIB fabric, the rail's IPoIB address."""
+    rails = {}
+    found = []
+    for hca in plan.topology.node_types[host.node_type].hcas:
+        rails[hca.fabric] = rails.get(hca.fabric, 0) + 1
+        entry = hca.model_dump()
+        entry["rail"] = rails[hca.fabric]
+        entry["link_layer"] = plan.topology.fabrics[hca.fabric].link_layer
+        if hca.fabric == plan.ipoib_fabric and rails[hca.fabric] <= len(ipoib):
+            entry["ipoib_address"] = ipoib[rails[hca.fabric] - 1]
+        found.append(entry)
+    return found
 
 
 class FilterModule:

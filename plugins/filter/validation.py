@@ -20,9 +20,8 @@ description:
     to O(hosts)), their leaves and pods on it, the NCCL node pairs in rounds (pairs span leaves,
     spines and pods where the fabric allows; see clusterforge.validation.pairs) and the host and
     fabric for the cabling check.
-  - "Sibling filters in this file: C(clusterforge_validation_node) (a host's expectations:
-    gpus, gpu_model, nvlink_generation, nvswitch, hca_rates, link_layers, rails, nic_rate_gbps),
-    C(clusterforge_validation_led_by) (the pair of a round this host leads, or none),
+  - "Sibling filters in this file: C(clusterforge_validation_led_by) (the pair of a round this host
+    leads, or none),
     C(clusterforge_validation_probes) (bisection runs: each node of a failed pair with a good
     node), C(clusterforge_validation_culprits) (culprits, cleared, unresolved, untested) and
     C(clusterforge_cabling_csv) (the cabling plan CSV, as C(clusterforge topology render) writes it),
@@ -85,14 +84,6 @@ def _load(topology_file, links: bool = False):
 def validation_plan(topology_file, hosts=None):
     _, _, _, plan = _import()
     return plan.validation_plan(_load(topology_file), list(hosts) if hosts is not None else None)
-
-
-def validation_node(topology_file, host):
-    _, _, _, plan = _import()
-    cluster = _load(topology_file)
-    if not any(h.name == host for h in cluster.hosts):
-        raise AnsibleFilterError(f"clusterforge_validation_node: {host} is not in {topology_file}")
-    return plan.node_expectations(cluster, host)
 
 
 def led_by(round_pairs, host):
@@ -189,7 +180,6 @@ class FilterModule:
     def filters(self):
         return {
             "clusterforge_validation_plan": validation_plan,
-            "clusterforge_validation_node": validation_node,
             "clusterforge_validation_led_by": led_by,
             "clusterforge_validation_probes": probe_rounds,
             "clusterforge_validation_culprits": culprits,

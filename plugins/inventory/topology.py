@@ -12,12 +12,32 @@ description:
     declaratively (sites, node types, roles, scalable units, fabrics, address plan),
     validates it completely, and adds every host with its groups and a few variables.
   - "Groups: one per role (head, login, compute, ...), C(site_<name>), C(su<n>) per scalable unit,
-    C(type_<node type>) (with the node type's expected GPUs and HCAs as group variables), and for
-    the compute and storage fabrics (or those listed in the topology's C(ansible.leaf_groups))
-    C(fabric_<name>) holding a group per leaf (per scalable unit's rail leaves on rail-optimised
-    fabrics), under pod groups on three-tier fabrics."
-  - "Host variables: ansible_host, clusterforge_index, clusterforge_unit and the host's
-    addresses (clusterforge_inband_address, clusterforge_oob_address, clusterforge_ipoib_addresses)."
+    C(type_<node type>), and for the compute and storage fabrics (or those listed in the topology's
+    C(ansible.leaf_groups)) C(fabric_<name>) holding a group per leaf (per scalable unit's rail
+    leaves on rail-optimised fabrics), under pod groups on three-tier fabrics. Site and node-type
+    groups hold role groups, not hosts."
+  - "Capability groups, holding the C(type_<node type>) groups of the node types that have the
+    capability (and existing, empty, when none has it): C(gpu) (the node type has GPUs),
+    C(nvswitch) (its GPUs are on NVSwitches), C(infiniband) (an HCA on an InfiniBand fabric),
+    C(roce) (an HCA on an Ethernet fabric of purpose compute or storage, which carries RDMA)."
+  - "Orchestrator groups, holding role groups: C(slurm_controller) (head), C(slurm_compute) (compute),
+    C(slurm_login) (login), C(k8s_control_plane) (head), C(k8s_workers) (compute). The topology's
+    C(ansible.orchestrator_groups) replaces the roles of any of them, for example
+    C(orchestrator_groups: {slurm_login: [head]})."
+  - "Variables of C(all): clusterforge_cluster, clusterforge_domain, clusterforge_topology_file and
+    the topology's C(ansible.vars). Of C(su<n>): clusterforge_unit. Of C(type_<node type>):
+    clusterforge_node_type and what the checks expect of every node of the type,
+    clusterforge_expected_gpus, clusterforge_expected_gpu_model, clusterforge_expected_nvlink_generation,
+    clusterforge_expected_nvswitch, clusterforge_expected_hca_rates (C({device: Gb/s})),
+    clusterforge_expected_link_layers (C({device: infiniband|ethernet})), clusterforge_expected_rail_hcas
+    (the HCAs on the fabric that carries GPU traffic, in rail order), clusterforge_expected_rails (how
+    many; null without any) and clusterforge_expected_nic_rate_gbps (the slowest of their rates)."
+  - "Host variables: C(ansible_host), C(clusterforge_index), and the host's address in each subnet
+    the topology's addressing has: C(clusterforge_inband_address), C(clusterforge_oob_address),
+    C(clusterforge_storage_address). Nothing else is set per host: IPoIB addresses and HCA details
+    come from the clusterforge_topology_host filter."
+  - "C(compose), C(groups) and C(keyed_groups) see a host's variables as Ansible merges them: C(all),
+    then the groups above the host (node-type and unit variables included), then the host's own."
   - Needs the clusterforge Python package in the Python that runs Ansible.
 extends_documentation_fragment:
   - constructed
@@ -38,9 +58,11 @@ keyed_groups:
     prefix: unit
 compose:
   bmc_address: clusterforge_oob_address
+  ngpu: clusterforge_expected_gpus
 """
 
 from ansible.errors import AnsibleParserError
+from ansible.inventory.helpers import get_group_vars
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
 from ansible.utils.vars import combine_vars
 
@@ -81,7 +103,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         inventory = self.inventory
         for name, value in data.all_vars.items():
             inventory.set_variable("all", name, value)
-        for group in (*data.children, *data.group_hosts, *data.group_vars):
+        for group in data.group_names():
             inventory.add_group(group)
         for parent, kids in data.children.items():
             for kid in kids:
@@ -100,12 +122,11 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
 
     def _construct(self, data):
         strict = self.get_option("strict")
-        type_vars = {}
-        for group, group_vars in data.group_vars.items():
-            for host in data.group_hosts.get(group, ()):
-                type_vars[host] = group_vars
-        for host, host_vars in data.host_vars.items():
-            variables = combine_vars(combine_vars(data.all_vars, type_vars.get(host, {})), host_vars)
-            self._set_composite_vars(self.get_option("compose"), variables, host, strict=strict)
-            self._add_host_to_composed_groups(self.get_option("groups"), variables, host, strict=strict)
-            self._add_host_to_keyed_groups(self.get_option("keyed_groups"), variables, host, strict=strict)
+        for name in data.host_vars:
+            host = self.inventory.get_host(name)
+            # What a play would see: all, the host's ancestor groups in Ansible's order (depth,
+            # priority, name; type_<node type> holds role groups, not hosts), then the host's own.
+            variables = combine_vars(get_group_vars(host.get_groups()), host.get_vars())
+            self._set_composite_vars(self.get_option("compose"), variables, name, strict=strict)
+            self._add_host_to_composed_groups(self.get_option("groups"), variables, name, strict=strict)
+            self._add_host_to_keyed_groups(self.get_option("keyed_groups"), variables, name, strict=strict)

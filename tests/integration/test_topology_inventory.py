@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from clusterforge.topology import load
+from clusterforge.topology.render import static_inventory
+
 BIN = Path(sys.executable).parent
 PROJECT = Path(__file__).resolve().parents[2]
 EXAMPLES = PROJECT / "inventories" / "examples"
@@ -70,6 +73,66 @@ def test_constructed_options_are_applied(tmp_path):
     assert len(inventory["unit_2"]["hosts"]) == 32
     assert len(inventory["first_unit"]["hosts"]) == 32
     assert inventory["_meta"]["hostvars"]["dgx001"]["bmc_address"] == "10.131.0.14"
+
+
+def test_constructed_options_see_node_type_variables_with_strict(tmp_path):
+    # Node-type variables live on type_<node type>, which holds role groups, not hosts. all's
+    # clusterforge_expected_gpus loses to the deeper type group's, as in a play.
+    source = (EXAMPLES / "h100-superpod.topology.yml").read_text()
+    extended = tmp_path / "strict.topology.yml"
+    extended.write_text(
+        source
+        + "ansible:\n  vars:\n    clusterforge_expected_gpus: 99\n"
+        + "strict: true\n"
+        + "compose:\n  ngpu: clusterforge_expected_gpus\n  rails: clusterforge_expected_rails\n"
+        + "groups:\n  nvswitch_nodes: clusterforge_expected_nvswitch\n"
+        + "keyed_groups:\n  - key: clusterforge_node_type\n    prefix: kind\n"
+    )
+    inventory = json.loads(ansible("ansible-inventory", "-i", str(extended), "--list").stdout)
+    hostvars = inventory["_meta"]["hostvars"]
+    assert (hostvars["dgx001"]["ngpu"], hostvars["dgx001"]["rails"]) == (8, 8)
+    assert (hostvars["head01"]["ngpu"], hostvars["head01"]["rails"]) == (0, None)
+    assert len(inventory["nvswitch_nodes"]["hosts"]) == 127
+    assert len(inventory["kind_dgx_h100"]["hosts"]) == 127
+    assert inventory["kind_mgmt_server"]["hosts"] == ["head01", "head02", "login01", "login02"]
+
+
+def test_strict_compose_of_an_undefined_variable_fails(tmp_path):
+    source = (EXAMPLES / "h100-superpod.topology.yml").read_text()
+    extended = tmp_path / "undefined.topology.yml"
+    extended.write_text(source + "strict: true\ncompose:\n  ngpu: clusterforge_expected_gpu_count\n")
+    done = ansible("ansible-inventory", "-i", str(extended), "--list", check=False)
+    assert done.returncode != 0
+    assert "clusterforge_expected_gpu_count" in done.stderr
+
+
+def test_the_static_yaml_gives_the_same_inventory(tmp_path):
+    plan = load(EXAMPLES / "h100-superpod.topology.yml", links=False)
+    static = tmp_path / "hosts.yml"
+    static.write_text(static_inventory.inventory_yaml(plan))
+    assert _member_sets(_normalised_list(static)) == _member_sets(
+        _normalised_list(EXAMPLES / "h100-superpod.topology.yml")
+    )
+
+
+def _member_sets(inventory: dict) -> dict:
+    """The order of groups differs between the plugin and the static YAML; their content must not."""
+    return {
+        name: {key: sorted(value) if key in ("hosts", "children") else value for key, value in group.items()}
+        for name, group in inventory.items()
+    }
+
+
+def test_a_role_without_hosts_is_an_empty_group(tmp_path):
+    # The lab's compute role with count 0: its group is still a child of its site, node type and
+    # orchestrator groups.
+    lab = tmp_path / "zero.topology.yml"
+    text = (PROJECT / "inventories" / "lab" / "lab.topology.yml").read_text()
+    lab.write_text(text.replace("    count: 2\n", "    count: 0\n"))
+    inventory = json.loads(ansible("ansible-inventory", "-i", str(lab), "--list").stdout)
+    assert inventory["k8s_workers"]["children"] == ["compute"]
+    assert "compute" not in inventory or "hosts" not in inventory["compute"]
+    assert sorted(inventory["_meta"]["hostvars"]) == ["head01"]
 
 
 def test_a_broken_topology_names_file_line_and_field(tmp_path):

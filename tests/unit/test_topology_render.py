@@ -183,12 +183,25 @@ def test_slurm_dragonfly_puts_routers_under_their_groups(tmp_path):
     ]
 
 
-def test_slurm_compute_nodes_off_the_compute_fabric_go_to_one_switch(tmp_path):
+def test_slurm_without_a_compute_fabric_follows_the_fabric_carrying_gpu_traffic(tmp_path):
     def no_compute_fabric(data):
         del data["fabrics"]["compute"]
         data["node_types"]["gpu_node"]["hcas"] = data["node_types"]["gpu_node"]["hcas"][2:]  # eno1 only
 
     plan = mini(tmp_path, no_compute_fabric)
+    assert plan.gpu_fabric == "inband"
+    lines = [line for line in slurm.topology_conf(plan).splitlines() if line[0] != "#"]
+    assert lines == ["SwitchName=inband-svc-leaf1 Nodes=gpu[01-06]", "SwitchName=top Switches=inband-svc-leaf1"]
+
+
+def test_slurm_compute_nodes_off_every_fabric_go_to_one_switch(tmp_path):
+    def uncabled_compute_nodes(data):
+        del data["fabrics"]["compute"]
+        data["node_types"]["gpu_node"]["hcas"] = []
+        data["roles"]["compute"]["fabrics"] = []
+
+    plan = mini(tmp_path, uncabled_compute_nodes)
+    assert plan.gpu_fabric is None
     lines = [line for line in slurm.topology_conf(plan).splitlines() if line[0] != "#"]
     assert lines == ["SwitchName=other Nodes=gpu[01-06]", "SwitchName=top Switches=other"]
 
@@ -436,7 +449,8 @@ def test_static_inventory_keeps_every_host_variable_once(plan):
             merged.setdefault(host, {}).update(host_vars or {})
             listed_with_vars[host] = listed_with_vars.get(host, 0) + bool(host_vars)
         for child in (group.get("children") or {}).values():
-            walk(child)
+            if child is not None:  # None: a group written out under another parent
+                walk(child)
 
     walk(document["all"])
     expected = build(plan).host_vars

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from clusterforge.topology import load
 from clusterforge.validation import pairs as P
-from clusterforge.validation.plan import cabling_host, node_expectations, placements, validation_plan
+from clusterforge.validation.plan import cabling_host, placements, validation_plan
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "inventories" / "examples"
 LAB = Path(__file__).resolve().parents[2] / "inventories" / "lab" / "lab.topology.yml"
@@ -184,17 +184,22 @@ def test_superpod_pairs_cross_scalable_units():
     unit = {h.name: h.unit for h in plan.hosts}
     assert all(unit[a] != unit[b] for a, b in pairs["pairs"])
     assert found["cabling"] == {"host": "dgx001", "fabric": "compute"}  # head nodes have no HCA
-    assert node_expectations(plan, "dgx001") | {"hca_rates": None, "link_layers": None} == {
+    assert plan.expectations(plan.host("dgx001")).as_dict() | {
+        "hca_rates": None,
+        "link_layers": None,
+        "rail_hcas": None,
+    } == {
         "gpus": 8,
         "gpu_model": "NVIDIA H100 80GB HBM3",
         "nvlink_generation": 4,
         "nvswitch": True,
         "hca_rates": None,
         "link_layers": None,
+        "rail_hcas": None,
         "rails": 8,
         "nic_rate_gbps": 400,
     }
-    assert node_expectations(plan, "head01")["gpus"] == 0
+    assert plan.expectations(plan.host("head01")).gpus == 0
 
 
 def test_plan_is_limited_to_the_given_hosts():
@@ -232,12 +237,11 @@ def filters():
     return module.FilterModule().filters()
 
 
-def test_filters_plan_and_node(filters):
+def test_filters_plan_and_cabling(filters):
     superpod = str(EXAMPLES / "h100-superpod.topology.yml")
     assert filters["clusterforge_validation_plan"](superpod, ["dgx001", "dgx033"])["pairs"]["pairs"] == [
         ["dgx001", "dgx033"]
     ]
-    assert filters["clusterforge_validation_node"](superpod, "dgx001")["rails"] == 8
     assert filters["clusterforge_cabling_csv"](superpod).startswith("fabric,tier,source_device,")
 
 
@@ -246,8 +250,6 @@ def test_filter_errors_name_the_problem(filters, tmp_path):
 
     with pytest.raises(AnsibleFilterError, match="cannot read the topology file"):
         filters["clusterforge_validation_plan"](str(tmp_path / "nope.topology.yml"))
-    with pytest.raises(AnsibleFilterError, match="nohost is not in"):
-        filters["clusterforge_validation_node"](str(LAB), "nohost")
 
 
 def test_filters_for_rounds_and_bisection(filters):

@@ -27,7 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     render.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="directory (other files stay)")
     draw = commands.add_parser("draw", help="draw the fabrics as SVG")
     draw.add_argument("-o", "--output", default="fabric.svg", metavar="SVG", help="file to write (default fabric.svg)")
-    draw.add_argument("--fabric", help="fabric to draw (default: the compute fabric)")
+    draw.add_argument("--fabric", help="fabric to draw (default: the fabric that carries GPU traffic)")
     for command in commands.choices.values():
         command.add_argument("file", metavar="FILE", help="topology file (*.topology.yml)")
     return topology

@@ -11,12 +11,13 @@ from pydantic import ValidationError
 
 from clusterforge.topology import consistency
 from clusterforge.topology.addressing import Subnet
+from clusterforge.topology.expectations import NodeExpectations, derive
 from clusterforge.topology.fabric import FabricPlan, FabricSizeError, generate
 from clusterforge.topology.hosts import Host, expand_hosts
 from clusterforge.topology.model import Topology
 from clusterforge.topology.source import TopologyError, line_of, load_yaml
 
-__all__ = ["ClusterPlan", "Host", "TopologyError", "load"]
+__all__ = ["ClusterPlan", "Host", "NodeExpectations", "TopologyError", "load"]
 
 
 @dataclass
@@ -26,14 +27,60 @@ class ClusterPlan:
     hosts: list[Host]
     subnets: dict[str, Subnet]
     fabrics: dict[str, FabricPlan] = field(default_factory=dict)
+    _expectations: dict[str, NodeExpectations] = field(default_factory=dict, init=False, repr=False)
+
+    @cached_property
+    def gpu_fabric(self) -> str | None:
+        """The fabric that carries GPU traffic between nodes (NCCL): the first compute fabric that a
+        GPU node type has HCAs on, else the first compute fabric, else the first fabric the GPU
+        nodes are cabled to (in-band Ethernet in a small lab); None when there is none of these.
+        Every consumer (NCCL settings, IPoIB, validation, Slurm and Kubernetes topology, drawings)
+        asks this, so they agree."""
+        types = self.topology.node_types
+        gpu_types = [t for t in types.values() if t.gpu]
+        compute = [name for name, fabric in self.topology.fabrics.items() if fabric.purpose == "compute"]
+        on_gpu_hcas = [name for name in compute if any(hca.fabric == name for t in gpu_types for hca in t.hcas)]
+        if on_gpu_hcas or compute:
+            return (on_gpu_hcas or compute)[0]
+        gpu_hosts = [h.name for h in self.hosts if types[h.node_type].gpu]
+        return next(
+            (name for name, plan in self.fabrics.items() if any(h in plan.attachments for h in gpu_hosts)), None
+        )
 
     @cached_property
     def ipoib_fabric(self) -> str | None:
-        """The InfiniBand compute fabric whose rails carry one IPoIB subnet each."""
-        for name, fabric in self.topology.fabrics.items():
-            if fabric.purpose == "compute" and fabric.link_layer == "infiniband":
-                return name
+        """The GPU fabric when it is an InfiniBand compute fabric: its rails carry one IPoIB subnet each."""
+        spec = self.topology.fabrics.get(self.gpu_fabric) if self.gpu_fabric else None
+        if spec is not None and spec.purpose == "compute" and spec.link_layer == "infiniband":
+            return self.gpu_fabric
         return None
+
+    @cached_property
+    def infiniband_fabric(self) -> str | None:
+        """The InfiniBand fabric whose cabling is checked: the GPU fabric when it is InfiniBand,
+        else the first InfiniBand fabric."""
+        fabrics = self.topology.fabrics
+        infiniband = [name for name, spec in fabrics.items() if spec.link_layer == "infiniband"]
+        return self.gpu_fabric if self.gpu_fabric in infiniband else next(iter(infiniband), None)
+
+    def expectations(self, host_or_type: Host | str) -> NodeExpectations:
+        """What the checks expect of a host, or of every node of a node type (by name)."""
+        type_name = host_or_type.node_type if isinstance(host_or_type, Host) else host_or_type
+        if type_name not in self.topology.node_types:
+            raise KeyError(
+                f"{self.path}: node_types has no {type_name!r}; expected one of {sorted(self.topology.node_types)}"
+            )
+        found = self._expectations.get(type_name)
+        if found is None:
+            found = self._expectations[type_name] = derive(self.topology, type_name, self.gpu_fabric)
+        return found
+
+    def host(self, name: str) -> Host:
+        """The host of that name; KeyError naming the topology file when there is none."""
+        position = self._positions.get(name)
+        if position is None:
+            raise KeyError(f"{self.path}: no host {name!r} in the topology (roles and scalable units)")
+        return self.hosts[position]
 
     @cached_property
     def _positions(self) -> dict[str, int]:

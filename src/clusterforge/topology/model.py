@@ -9,12 +9,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from clusterforge.topology.groups import ORCHESTRATOR_GROUPS
+
 # Ansible group names must be valid Python identifiers; ours are built from these names.
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=40)]
 HOSTNAME_FIELDS = {"index", "unit", "slot", "site", "role"}
 HOSTNAME_PATTERN = re.compile(r"[a-z][a-z0-9-]*[0-9]")
 ROLES = ("head", "management", "login", "storage", "compute")
+RoleName = Literal["head", "management", "login", "storage", "compute"]
 FABRIC_KINDS = ("compute", "storage", "inband", "oob")
 
 
@@ -244,6 +247,18 @@ class AnsibleSettings(Strict):
     leaf_groups: list[Name] | None = Field(
         default=None, description="fabrics that get fabric, leaf and pod groups; default: compute and storage fabrics"
     )
+    # Orchestrator group -> the roles it holds, replacing that group's default (groups.ORCHESTRATOR_GROUPS).
+    orchestrator_groups: dict[str, list[RoleName]] = Field(
+        default_factory=dict, description="e.g. {slurm_login: [head]}; default: head, compute and login roles"
+    )
+
+    @field_validator("orchestrator_groups")
+    @classmethod
+    def _known_orchestrator_groups(cls, groups: dict[str, list[str]]) -> dict[str, list[str]]:
+        unknown = sorted(set(groups) - set(ORCHESTRATOR_GROUPS))
+        if unknown:
+            raise ValueError(f"unknown group(s) {unknown}; expected some of {sorted(ORCHESTRATOR_GROUPS)}")
+        return groups
 
     @field_validator("host")
     @classmethod
@@ -263,7 +278,7 @@ class Topology(Strict):
     cluster: ClusterInfo
     sites: list[Site] = Field(min_length=1)
     node_types: dict[Name, NodeType] = Field(min_length=1)
-    roles: dict[Literal["head", "management", "login", "storage", "compute"], Role] = Field(min_length=1)
+    roles: dict[RoleName, Role] = Field(min_length=1)
     fabrics: dict[Name, Fabric] = Field(default_factory=dict)
     scalable_units: ScalableUnits | None = None
     addressing: Addressing

@@ -38,7 +38,7 @@ TOPOLOGY_NAMES = {
 
 
 def render_svg(plan: ClusterPlan, fabric: str | None = None) -> str:
-    """The SVG text of a fabric of a ClusterPlan; by default its compute fabric."""
+    """The SVG text of a fabric of a ClusterPlan; by default the GPU fabric (ClusterPlan.gpu_fabric), else its first."""
     name = _pick_fabric(plan, fabric)
     fabric_plan = plan.fabrics[name]
     gpus = _gpus_per_host(plan)
@@ -60,8 +60,7 @@ def _pick_fabric(plan: ClusterPlan, fabric: str | None) -> str:
         return fabric
     if not plan.fabrics:
         raise KeyError("the topology has no fabrics to draw")
-    compute = [n for n, f in plan.topology.fabrics.items() if f.purpose == "compute" and n in plan.fabrics]
-    return compute[0] if compute else next(iter(plan.fabrics))
+    return plan.gpu_fabric or next(iter(plan.fabrics))
 
 
 def _gpus_per_host(plan: ClusterPlan) -> dict[str, int]:

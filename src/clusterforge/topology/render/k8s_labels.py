@@ -1,6 +1,6 @@
 """Kubernetes node labels per host under the topology's `label_prefix`, for schedulers and
 topology-aware placement: cluster, site, role, node type, scalable unit, and where the host
-sits on its compute fabric (rails on a rail-optimised fabric, leaf on a plain fat tree,
+sits on the GPU fabric (ClusterPlan.gpu_fabric) (rails on a rail-optimised fabric, leaf on a plain fat tree,
 spine pod on a three-tier one, group on a dragonfly; from the host's first port).
 
 Every key and value is checked against Kubernetes' label syntax (the rules from
@@ -14,7 +14,7 @@ import re
 from clusterforge.topology import ClusterPlan
 from clusterforge.topology.fabric import FabricPlan
 from clusterforge.topology.hosts import Host
-from clusterforge.topology.render.common import compute_fabric, dump_yaml, generated_by
+from clusterforge.topology.render.common import dump_yaml, generated_by, gpu_fabric
 
 _NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -71,7 +71,7 @@ def host_labels(plan: ClusterPlan, host: Host, places: dict[str, dict[str, dict[
     }
     if host.unit:
         found["unit"] = f"su{host.unit}"
-    fabric = compute_fabric(plan, host.name)
+    fabric = gpu_fabric(plan, host.name)
     if fabric is not None:
         first = fabric.attachments[host.name][0]
         found["fabric"] = fabric.name

@@ -1,12 +1,12 @@
 """NCCL settings per node type: nccl/<node_type>.env, and nccl/hosts.yml mapping each host
-to its file. Node types without HCAs on a compute fabric get none (no NCCL traffic).
+to its file. Node types without HCAs on the GPU fabric (ClusterPlan.gpu_fabric) get none.
 
 The files use NCCL's own config-file syntax (`NAME=value`, no quotes), so one file works
 as /etc/nccl.conf, as NCCL_CONF_FILE, as a systemd EnvironmentFile and with
 `docker --env-file`. NCCL reads every line that holds a `=` as a variable, comments
 included, so comment lines here never contain one.
 
-- NCCL_IB_HCA: the node type's HCAs on its compute fabric in rail order, with a leading
+- NCCL_IB_HCA: the node type's HCAs on the GPU fabric in rail order, with a leading
   `=` so that mlx5_1 does not also match mlx5_10.
 - NCCL_SOCKET_IFNAME (bootstrap and socket traffic): the topology has no field for the
   in-band interface, so it is the netdev of the node type's first HCA on an in-band
@@ -31,14 +31,6 @@ SOCKET_EXCLUDE = "^lo,docker"
 ROCE_GID_INDEX = 3
 
 
-def _compute_fabric_of(plan: ClusterPlan, node_type: NodeType) -> str | None:
-    fabrics = plan.topology.fabrics
-    for hca in node_type.hcas:
-        if fabrics[hca.fabric].purpose == "compute":
-            return hca.fabric
-    return None
-
-
 def socket_ifname(plan: ClusterPlan, node_type: NodeType) -> str:
     fabrics = plan.topology.fabrics
     for wanted in (("inband",), ("inband", "storage")):
@@ -49,15 +41,14 @@ def socket_ifname(plan: ClusterPlan, node_type: NodeType) -> str:
 
 
 def settings(plan: ClusterPlan, type_name: str) -> dict[str, str] | None:
-    """NCCL variables for one node type, or None when it has no compute HCA."""
-    node_type = plan.topology.node_types[type_name]
-    fabric_name = _compute_fabric_of(plan, node_type)
-    if fabric_name is None:
+    """NCCL variables for one node type, or None when it has no HCA on the GPU fabric."""
+    rail_hcas = plan.expectations(type_name).rail_hcas
+    if not rail_hcas:
         return None
-    spec = plan.topology.fabrics[fabric_name]
+    spec = plan.topology.fabrics[plan.gpu_fabric]
     found = {
-        "NCCL_IB_HCA": "=" + ",".join(h.device for h in node_type.hcas if h.fabric == fabric_name),
-        "NCCL_SOCKET_IFNAME": socket_ifname(plan, node_type),
+        "NCCL_IB_HCA": "=" + ",".join(rail_hcas),
+        "NCCL_SOCKET_IFNAME": socket_ifname(plan, plan.topology.node_types[type_name]),
     }
     if spec.topology == "rail_optimized_fat_tree":
         found["NCCL_CROSS_NIC"] = "0"
@@ -70,12 +61,11 @@ def env_file(plan: ClusterPlan, type_name: str) -> str | None:
     values = settings(plan, type_name)
     if values is None:
         return None
-    node_type = plan.topology.node_types[type_name]
-    fabric_name = _compute_fabric_of(plan, node_type)
+    fabric_name = plan.gpu_fabric
     spec = plan.topology.fabrics[fabric_name]
     comments = [
         f"NCCL settings for node type {type_name}, {generated_by(plan)}.",
-        f"Compute fabric {fabric_name}: {spec.link_layer}, {spec.topology}.",
+        f"GPU fabric {fabric_name}: {spec.link_layer}, {spec.topology}.",
         "Use as /etc/nccl.conf, NCCL_CONF_FILE, a systemd EnvironmentFile or a docker env file.",
     ]
     if "NCCL_CROSS_NIC" not in values:

@@ -2,7 +2,7 @@
 
 Only compute nodes are Slurm nodes; head, login and storage hosts are left out. With
 scalable units, one switch per unit lists its nodes; without them, one switch per leaf (or
-dragonfly router) of the compute fabric, a node belonging to the switch of its first port,
+dragonfly router) of the GPU fabric (ClusterPlan.gpu_fabric), a node belonging to the switch of its first port,
 and above those one switch per spine pod of a three-tier tree or per dragonfly group. One
 top switch lists the rest, so Slurm packs a job into a unit, leaf, pod or group before
 spreading it further."""
@@ -12,17 +12,17 @@ from __future__ import annotations
 from hostlist import collect_hostlist
 
 from clusterforge.topology import ClusterPlan
-from clusterforge.topology.render.common import compute_fabric, generated_by
+from clusterforge.topology.render.common import generated_by, gpu_fabric
 
 TOP_SWITCH = "top"
-UNPLACED = "other"  # compute nodes outside any unit, or not cabled to the compute fabric
+UNPLACED = "other"  # compute nodes outside any unit, or not cabled to the GPU fabric
 
 
 def switch_groups(plan: ClusterPlan) -> dict[str, list[str]]:
     """Bottom-level switch name -> its compute nodes, in host order."""
     groups: dict[str, list[str]] = {}
     compute = [host for host in plan.hosts if host.role == "compute"]
-    fabric = compute_fabric(plan)
+    fabric = gpu_fabric(plan)
     for host in compute:
         if plan.topology.scalable_units is not None:
             name = f"su{host.unit}" if host.unit else UNPLACED
@@ -39,7 +39,7 @@ def switch_groups(plan: ClusterPlan) -> dict[str, list[str]]:
 def middle_switches(plan: ClusterPlan, bottom: list[str]) -> dict[str, list[str]]:
     """Pod or dragonfly-group switch -> the bottom switches under it; empty with scalable
     units (a unit is already the block a job should stay in)."""
-    fabric = compute_fabric(plan)
+    fabric = gpu_fabric(plan)
     if fabric is None or plan.topology.scalable_units is not None:
         return {}
     parent: dict[str, str] = {}

@@ -1,0 +1,23 @@
+"""Names of the inventory groups that roles target, in one place: the inventory builder makes
+them, the schema checks overrides against them, and the plugin's documentation lists them."""
+
+from __future__ import annotations
+
+# Capability groups: the node types that have the capability (their type_<name> groups are children).
+GPU = "gpu"  # the node type has GPUs
+NVSWITCH = "nvswitch"  # its GPUs sit on NVSwitches
+INFINIBAND = "infiniband"  # an HCA on an InfiniBand fabric
+ROCE = "roce"  # an HCA on an Ethernet fabric that carries RDMA (purpose compute or storage)
+CAPABILITY_GROUPS = (GPU, NVSWITCH, INFINIBAND, ROCE)
+# Ethernet fabrics of these purposes carry RDMA (RoCE); in-band and out-of-band ones carry TCP/IP.
+RDMA_PURPOSES = ("compute", "storage")
+
+# Orchestrator groups -> the topology roles whose groups they hold (children). The topology's
+# ansible.orchestrator_groups replaces the roles of any of them.
+ORCHESTRATOR_GROUPS: dict[str, tuple[str, ...]] = {
+    "slurm_controller": ("head",),
+    "slurm_compute": ("compute",),
+    "slurm_login": ("login",),
+    "k8s_control_plane": ("head",),
+    "k8s_workers": ("compute",),
+}
