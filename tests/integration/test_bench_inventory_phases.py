@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parents[2]
+from tests.paths import PROJECT
+
 EXAMPLE = PROJECT / "inventories" / "examples" / "pcie-roce-small.topology.yml"
 
 

@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parents[2]
+from tests.paths import PROJECT
+
 BIN = Path(sys.executable).parent
 
 

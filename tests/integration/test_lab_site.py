@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import TEST_LAB, clusterforge
+from tests.paths import PROJECT
 
 pytestmark = pytest.mark.lab
 BIN = Path(sys.executable).parent
-PROJECT = Path(__file__).resolve().parents[2]
 
 
 def _summary(stdout: str) -> dict[str, int]:

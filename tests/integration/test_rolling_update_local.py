@@ -22,7 +22,7 @@ from tests.integration.test_node_drain_local import (
     task_results,
     updates,
 )
-from tests.unit.module_utils.samples import fixture
+from tests.unit.plugins.module_utils.samples import fixture
 
 # An H100 node whose GPUs report the hardware power brake: gpu_check's throttle check fails.
 POWER_BRAKE = fixture("nvidia-smi_query", "h100-8gpu-nvidia-smi-q-535.161.08-gpud.txt")

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from clusterforge import stages
+from tests.paths import PROJECT
 
-PROJECT = Path(__file__).resolve().parents[2]
 GATE_PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "stage_gate.yml"
 BIN = Path(sys.executable).parent
 # One host per value of clusterforge_orchestrator; `unset` takes the registry's default.

@@ -12,9 +12,9 @@ import pytest
 
 from clusterforge.topology import load
 from clusterforge.topology.render import static_inventory
+from tests.paths import PROJECT
 
 BIN = Path(sys.executable).parent
-PROJECT = Path(__file__).resolve().parents[2]
 EXAMPLES = PROJECT / "inventories" / "examples"
 GOLDEN = PROJECT / "tests" / "golden"
 

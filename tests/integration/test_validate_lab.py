@@ -13,18 +13,17 @@ import io
 import json
 import tarfile
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 import yaml
 
 from clusterforge.cli import check as check_cli
 from tests.integration.conftest import clusterforge
-from tests.unit.module_utils.samples import fixture
+from tests.paths import PROJECT
+from tests.unit.plugins.module_utils.samples import fixture
 
 pytestmark = pytest.mark.lab
 
-PROJECT = Path(__file__).resolve().parents[2]
 LAB_NAME = "cfvalidate"  # its own name: never touches a lab the user (or another test) has up
 REPLAY_DIR = "/var/lib/clusterforge/replay"
 RECORDINGS = {

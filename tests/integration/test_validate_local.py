@@ -12,15 +12,14 @@ import argparse
 import json
 import shutil
 import sys
-from pathlib import Path
 
 import yaml
 
 from clusterforge.cli import check as check_cli
 from tests.integration.conftest import clusterforge
-from tests.unit.module_utils.samples import fixture
+from tests.paths import PROJECT
+from tests.unit.plugins.module_utils.samples import fixture
 
-PROJECT = Path(__file__).resolve().parents[2]
 HCAS = [("mlx5_0", "0000:18:00.0"), ("mlx5_3", "0000:40:00.0"), ("mlx5_4", "0000:4f:00.0"), ("mlx5_5", "0000:5e:00.0")]
 GOOD = fixture("nccl_all_reduce_perf", "h100-2node-16gpu-ib-bitdeer.txt")
 SLOW = fixture("nccl_all_reduce_perf", "dgx-2node-roce-cx5-k8s-deepops-old-format.txt")

@@ -8,7 +8,9 @@ import re
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.paths import PROJECT
+
+REPO = PROJECT
 # Built from pieces so this file does not match itself.
 OUTSIDE = re.compile(r"\.\./" + "shared" + r"\b|['\"]" + "shared" + r"['\"]\s*/\s*['\"]fixtures")
 

@@ -2,7 +2,7 @@
 
 Ansible merges a project's module_utils directory into ``ansible.module_utils`` when it packs a
 module; the files import each other that way. ``load()`` appends the directory to that package's
-search path, as tests/unit/module_utils/samples.py does, so ``clusterforge check judge`` judges a
+search path, as tests/unit/plugins/module_utils/samples.py does, so ``clusterforge check judge`` judges a
 local file with exactly the code the nodes run.
 
 ``KINDS`` names each command output the controller can judge: its parser and the judge call the

@@ -1,0 +1,298 @@
+"""The fabric drawing: valid SVG, the right counts, and labels that stay on the page and
+never overlap, from a single leaf up to a three-tier SuperPOD of 16 scalable units."""
+
+from __future__ import annotations
+
+import copy
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clusterforge.topology import load
+from clusterforge.topology.draw import render_svg
+from tests.paths import PROJECT
+
+SVG = "{http://www.w3.org/2000/svg}"
+SUPERPOD = PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml"
+# Glyph width per unit of font size used to estimate label extents; DejaVu Sans and Arial
+# average about 0.6 for digits and lower case.
+GLYPH = 0.6
+
+
+def _superpod_units(tmp_path: Path, units: int) -> Path:
+    """The SuperPOD example with `units` scalable units and subnets large enough for them
+    (/20 in-band and out-of-band, /22 per IPoIB rail up to 16 units)."""
+    data = yaml.safe_load(SUPERPOD.read_text())
+    data["scalable_units"]["count"] = units
+    data["scalable_units"]["reserved_slots"][0]["unit"] = units
+    wider = 0 if units <= 16 else 2
+    data["addressing"]["inband"] = f"10.128.0.0/{20 - wider}"
+    data["addressing"]["oob"] = f"10.129.0.0/{20 - wider}"
+    data["addressing"]["ipoib"] = [f"10.{140 + rail}.0.0/{22 - wider}" for rail in range(8)]
+    path = tmp_path / f"superpod-{units}.topology.yml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+BASE = {
+    "plugin": "topology",
+    "sites": [{"name": "lab"}],
+    "node_types": {
+        "gpu4": {
+            "gpu": {"model": "L40S", "count": 4},
+            "hcas": [{"device": "mlx5_0", "netdev": "ib0", "pci": "0000:01:00.0", "rate_gbps": 200}],
+        }
+    },
+    "addressing": {"inband": "10.0.0.0/22"},
+}
+
+
+def _write(tmp_path: Path, name: str, **fields) -> Path:
+    data = copy.deepcopy(BASE) | {"cluster": {"name": name, "domain": f"{name}.example.com"}} | fields
+    path = tmp_path / f"{name}.topology.yml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _single_leaf(tmp_path: Path, model: str = "QM8700") -> Path:
+    """Six nodes on one leaf; a storage fabric that nothing is cabled to comes along."""
+    fabric = {"link_layer": "infiniband", "topology": "fat_tree"}
+    return _write(
+        tmp_path,
+        "tiny",
+        roles={"compute": {"node_type": "gpu4", "count": 6, "hostname": "gpu{index:02d}"}},
+        fabrics={
+            "storage": fabric | {"purpose": "storage", "switch": {"model": "SN", "radix": 32, "port_speed_gbps": 100}},
+            "compute": fabric | {"purpose": "compute", "switch": {"model": model, "radix": 40, "port_speed_gbps": 200}},
+        },
+    )
+
+
+def _many_units(tmp_path: Path, units: int, radix: int) -> Path:
+    """A fat tree of `units` four-node units, one leaf each: wide enough to need aggregation."""
+    return _write(
+        tmp_path,
+        f"units{units}",
+        roles={"compute": {"node_type": "gpu4", "placement": "scalable_units", "hostname": "n{index:04d}"}},
+        scalable_units={"count": units, "nodes_per_unit": 4},
+        fabrics={
+            "compute": {
+                "purpose": "compute",
+                "link_layer": "infiniband",
+                "topology": "fat_tree",
+                "switch": {"model": "SW", "radix": radix, "port_speed_gbps": 200},
+            }
+        },
+        addressing={"inband": "10.0.0.0/20"},
+    )
+
+
+def _dragonfly(tmp_path: Path) -> Path:
+    return _write(
+        tmp_path,
+        "dfly",
+        roles={"compute": {"node_type": "gpu4", "count": 288, "hostname": "nid{index:04d}"}},
+        fabrics={
+            "compute": {
+                "purpose": "compute",
+                "link_layer": "ethernet",
+                "topology": "dragonfly",
+                "dragonfly": {
+                    "terminals_per_router": 4,
+                    "routers_per_group": 8,
+                    "global_links_per_router": 4,
+                    "groups": 9,
+                },
+                "switch": {"model": "Rosetta", "radix": 32, "port_speed_gbps": 200},
+            }
+        },
+    )
+
+
+def _parse(svg: str) -> ET.Element:
+    return ET.fromstring(svg)
+
+
+def _labels(root: ET.Element) -> list[tuple[str, tuple[float, float, float, float]]]:
+    """Each text element with its estimated box (left, top, right, bottom)."""
+    found = []
+    for element in root.iter(f"{SVG}text"):
+        text, size = element.text or "", float(element.get("font-size"))
+        x, y = float(element.get("x")), float(element.get("y"))
+        width = GLYPH * size * len(text)
+        left = {"start": x, "middle": x - width / 2, "end": x - width}[element.get("text-anchor", "start")]
+        found.append((text, (left, y - 0.75 * size, left + width, y + 0.2 * size)))
+    return found
+
+
+def _texts(svg: str) -> list[str]:
+    return [text for text, _ in _labels(_parse(svg))]
+
+
+def _outside(root: ET.Element) -> list[str]:
+    x0, y0, width, height = (float(v) for v in root.get("viewBox").split())
+    return [
+        text
+        for text, (left, top, right, bottom) in _labels(root)
+        if left < x0 or top < y0 or right > x0 + width or bottom > y0 + height
+    ]
+
+
+def _overlapping(root: ET.Element) -> list[tuple[str, str]]:
+    labels = _labels(root)
+    return [
+        (a, b)
+        for i, (a, (al, at, ar, ab)) in enumerate(labels)
+        for b, (bl, bt, br, bb) in labels[i + 1 :]
+        if al < br and bl < ar and at < bb and bt < ab
+    ]
+
+
+# --- the checks themselves ---------------------------------------------------------------------
+
+
+def test_the_layout_checks_catch_overlap_and_overflow():
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 200 100">'
+        '<text x="10" y="20" font-size="12" text-anchor="start">spine01</text>'
+        '<text x="40" y="24" font-size="12" text-anchor="start">spine02</text>'
+        '<text x="190" y="90" font-size="12" text-anchor="middle">too wide</text></svg>'
+    )
+    root = _parse(svg)
+    assert _overlapping(root) == [("spine01", "spine02")]
+    assert _outside(root) == ["too wide"]
+
+
+# --- what the pictures say ---------------------------------------------------------------------
+
+
+def test_superpod_four_units_shows_every_leaf_and_spine():
+    svg = render_svg(load(SUPERPOD))
+    texts = _texts(svg)
+    for expected in ("32 leaf", "16 spine", "127 nodes", "1016 GPUs", "48 switches:", "1024 links", "2 per pair"):
+        assert expected in texts
+    assert [t for t in texts if re.fullmatch(r"spine\d+", t)] == [f"spine{n:02d}" for n in range(1, 17)]
+    assert [t for t in texts if t.startswith("SU")] == ["SU1", "SU2", "SU3", "SU4"]
+    assert texts.count("r1") == 4 and texts.count("r8") == 4  # eight rail leaves per unit
+    assert texts.count("256\u00d7400G") == 4  # one bundle per unit: 8 leaves x 32 uplinks
+    assert "31 nodes \u00b7 248 GPUs" in texts  # the UFM slot is left out of unit 4
+    assert not any("core" in t for t in texts)
+
+
+def test_superpod_sixteen_units_collapses_into_pods(tmp_path):
+    plan = load(_superpod_units(tmp_path, 16))
+    texts = _texts(render_svg(plan))
+    for expected in ("128 leaf", "128 spine", "64 core", "511 nodes", "4088 GPUs", "4096 links"):
+        assert expected in texts
+    assert "64 core switches \u00b7 32 groups of 2" in texts
+    assert [t for t in texts if t.startswith("pod ")] == [f"pod {n} \u00b7 32 spines" for n in range(1, 5)]
+    assert [t for t in texts if t.startswith("SU")] == [f"SU{n}" for n in range(1, 17)]
+    assert texts.count("8 leaves") == 16
+    assert texts.count("1024\u00d7400G") == 4  # each pod's spines up to the cores
+    assert "r1" not in texts  # leaves are counted, not drawn one by one
+
+
+def test_single_leaf_has_no_spine_tier(tmp_path):
+    texts = _texts(render_svg(load(_single_leaf(tmp_path))))
+    assert "1 leaf" in texts and "6 nodes" in texts and "24 GPUs" in texts
+    assert "1 switch:" in texts
+    assert "6 nodes \u00b7 24 GPUs" in texts
+    assert not any("spine" in t for t in texts)
+
+
+def test_dragonfly_groups_and_global_links(tmp_path):
+    texts = _texts(render_svg(load(_dragonfly(tmp_path))))
+    assert [t for t in texts if t.startswith("group ")] == [f"group {g}" for g in range(1, 10)]
+    assert texts.count("8 routers") == 9 and texts.count("32 nodes") == 9
+    assert "72 router" in texts and "288 nodes" in texts and "1152 GPUs" in texts
+    caption = next(t for t in texts if t.startswith("global:"))
+    assert "144\u00d7200G" in caption and "36 group pairs" in caption and "4 per pair" in caption
+
+
+def test_many_identical_units_share_one_box(tmp_path):
+    texts = _texts(render_svg(load(_many_units(tmp_path, 100, 128))))
+    assert "SU1\u2013SU100" in texts and "100 units" in texts and "1 leaf each" in texts
+    assert "SU7" not in texts
+
+
+def test_many_pods_collapse_into_a_grid(tmp_path):
+    texts = _texts(render_svg(load(_many_units(tmp_path, 512, 32))))
+    assert [t for t in texts if t.startswith("pod ")] == [f"pod {n}" for n in range(1, 33)]
+    assert texts.count("16 spines") == 32 and "SU17\u2013SU32" in texts
+    assert "pods" in texts and "512 leaf" in texts
+
+
+def test_other_fabrics_can_be_chosen():
+    plan = load(SUPERPOD)
+    texts = _texts(render_svg(plan, "inband"))
+    assert "superpod \u00b7 inband fabric" in texts
+    assert "5 leaf" in texts and "2 spine" in texts
+    assert texts.count("8\u00d7100G") == 10  # one labelled line per leaf-spine pair
+    with pytest.raises(KeyError, match="no fabric"):
+        render_svg(plan, "storage")
+
+
+def test_the_compute_fabric_is_the_default_and_an_empty_fabric_says_so(tmp_path):
+    plan = load(_single_leaf(tmp_path))
+    assert "tiny \u00b7 compute fabric" in _texts(render_svg(plan))
+    assert "no nodes are cabled to this fabric" in _texts(render_svg(plan, "storage"))
+
+
+def test_text_is_escaped(tmp_path):
+    svg = render_svg(load(_single_leaf(tmp_path, model='Q<M>&"87"')))
+    assert any('Q<M>&"87"' in t for t in _texts(svg))
+
+
+def test_a_plan_without_links_is_refused():
+    with pytest.raises(ValueError, match="without its links"):
+        render_svg(load(SUPERPOD, links=False))
+
+
+# --- legibility ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pictures(tmp_path_factory) -> dict[str, str]:
+    tmp = tmp_path_factory.mktemp("draw")
+    plan = load(SUPERPOD)
+    return {
+        "superpod-4": render_svg(plan),
+        "superpod-4-inband": render_svg(plan, "inband"),
+        "superpod-16": render_svg(load(_superpod_units(tmp, 16))),
+        "superpod-64": render_svg(load(_superpod_units(tmp, 64))),
+        "single-leaf": render_svg(load(_single_leaf(tmp))),
+        "runs": render_svg(load(_many_units(tmp, 100, 128))),
+        "pod-grid": render_svg(load(_many_units(tmp, 512, 32))),
+        "dragonfly": render_svg(load(_dragonfly(tmp))),
+    }
+
+
+CASES = [
+    "superpod-4",
+    "superpod-4-inband",
+    "superpod-16",
+    "superpod-64",
+    "single-leaf",
+    "runs",
+    "pod-grid",
+    "dragonfly",
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_labels_stay_inside_the_picture(pictures, case):
+    assert _outside(_parse(pictures[case])) == []
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_no_two_labels_overlap(pictures, case):
+    assert _overlapping(_parse(pictures[case])) == []
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_labels_are_readable_sizes(pictures, case):
+    sizes = {float(t.get("font-size")) for t in _parse(pictures[case]).iter(f"{SVG}text")}
+    assert min(sizes) >= 9

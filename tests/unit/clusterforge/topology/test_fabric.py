@@ -1,0 +1,373 @@
+"""Fabric generators against numbers worked out by hand: switches, links, ports and radix."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict, deque
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clusterforge.topology import TopologyError, load
+from clusterforge.topology.fabric import FabricPlan
+from tests.paths import PROJECT
+
+EXAMPLES = PROJECT / "inventories" / "examples"
+
+
+def ports_by_switch(plan: FabricPlan) -> dict[str, list[int]]:
+    """Every switch port a link uses; a link's `a` side is a switch unless it is a host."""
+    switches = {s.name for s in plan.switches}
+    used: dict[str, list[int]] = defaultdict(list)
+    for link in plan.links:
+        assert link.b in switches, link
+        used[link.b].append(link.b_port)
+        if link.a in switches:
+            used[link.a].append(int(link.a_port))
+    return used
+
+
+def assert_cabling_is_sound(plan: FabricPlan) -> None:
+    """No port above the radix, no port used twice, every switch reachable from every other."""
+    radix = plan.spec.switch.radix
+    for switch, ports in ports_by_switch(plan).items():
+        assert len(ports) == len(set(ports)), f"{switch} uses a port twice"
+        assert all(1 <= port <= radix for port in ports), f"{switch} uses a port outside 1..{radix}"
+    names = {s.name for s in plan.switches}
+    neighbours: dict[str, set[str]] = defaultdict(set)
+    for link in plan.links:
+        if link.a in names:
+            neighbours[link.a].add(link.b)
+            neighbours[link.b].add(link.a)
+    start = plan.switches[0].name
+    seen, todo = {start}, deque([start])
+    while todo:
+        for other in neighbours[todo.popleft()] - seen:
+            seen.add(other)
+            todo.append(other)
+    assert seen == names, f"{len(names - seen)} switches are not connected to {start}"
+
+
+def by_tier(plan: FabricPlan) -> tuple[Counter, Counter]:
+    return Counter(s.tier for s in plan.switches), Counter(link.tier for link in plan.links)
+
+
+def cluster(
+    tmp_path: Path,
+    *,
+    fabric: dict,
+    hcas: int = 1,
+    count: int | None = None,
+    units: tuple[int, int] | None = None,
+    radix: int = 64,
+) -> Path:
+    """A cluster of identical compute nodes with `hcas` ports each on one compute fabric."""
+    role = {"node_type": "node", "hostname": "n{index:05d}"}
+    if units:
+        role["placement"] = "scalable_units"
+    else:
+        role["count"] = count
+    data = {
+        "plugin": "topology",
+        "cluster": {"name": "t", "domain": "t.example.com"},
+        "sites": [{"name": "dc1"}],
+        "node_types": {
+            "node": {
+                "hcas": [
+                    {"device": f"mlx5_{i}", "netdev": f"ib{i}", "pci": f"0000:{i + 1:02x}:00.0", "rate_gbps": 400}
+                    for i in range(hcas)
+                ]
+            }
+        },
+        "roles": {"compute": role},
+        "fabrics": {
+            "compute": {
+                "purpose": "compute",
+                "link_layer": "infiniband",
+                "switch": {"model": "test", "radix": radix, "port_speed_gbps": 400},
+                **fabric,
+            }
+        },
+        "addressing": {"inband": "10.0.0.0/8"},
+    }
+    if units:
+        data["scalable_units"] = {"count": units[0], "nodes_per_unit": units[1]}
+    path = tmp_path / "cluster.topology.yml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+# --- the examples ------------------------------------------------------------------------------
+
+
+EXAMPLE_COUNTS = {
+    # file: hosts, GPUs, {fabric: (switches per tier, links per tier)}
+    "h100-superpod": (
+        131,
+        1016,
+        {
+            "compute": ({"leaf": 32, "spine": 16}, {"node-leaf": 1016, "leaf-spine": 32 * 16 * 2}),
+            "inband": ({"leaf": 5, "spine": 2}, {"node-leaf": 131, "leaf-spine": 5 * 16}),
+            "oob": ({"leaf": 5, "spine": 1}, {"node-leaf": 131, "leaf-spine": 5 * 8}),
+        },
+    ),
+    "pcie-roce-small": (
+        9,
+        32,
+        {
+            "compute": ({"leaf": 1}, {"node-leaf": 16}),
+            "inband": ({"leaf": 1}, {"node-leaf": 9}),
+            "oob": ({"leaf": 1}, {"node-leaf": 9}),
+        },
+    ),
+    "dragonfly-1k": (
+        1287,
+        5120,
+        {
+            "compute": ({"router": 80}, {"terminal": 1280, "local": 5 * 16 * 15 // 2, "global": 10 * 128}),
+            "inband": ({"leaf": 27, "spine": 8}, {"node-leaf": 1287, "leaf-spine": 27 * 16}),
+            "oob": ({"leaf": 33, "spine": 8}, {"node-leaf": 1287, "leaf-spine": 33 * 8}),
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize(("name", "expected"), EXAMPLE_COUNTS.items(), ids=EXAMPLE_COUNTS.keys())
+def test_example_counts(name, expected):
+    hosts, gpus, fabrics = expected
+    plan = load(EXAMPLES / f"{name}.topology.yml")
+    assert len(plan.hosts) == hosts
+    node_types = plan.topology.node_types
+    assert sum(node_types[h.node_type].gpu.count for h in plan.hosts if node_types[h.node_type].gpu) == gpus
+    assert set(plan.fabrics) == set(fabrics)
+    for fabric_name, (switches, links) in fabrics.items():
+        fabric = plan.fabrics[fabric_name]
+        assert by_tier(fabric) == (Counter(switches), Counter(links)), fabric_name
+        if len(fabric.switches) > 1:
+            assert_cabling_is_sound(fabric)
+    # Every host has an address in every subnet, all different.
+    for subnet in ("inband", "oob"):
+        addresses = [plan.addresses(h)[subnet] for h in plan.hosts]
+        assert len(set(addresses)) == len(addresses)
+
+
+# --- the SuperPOD in detail ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def superpod():
+    return load(EXAMPLES / "h100-superpod.topology.yml")
+
+
+def test_superpod_nodes_and_gpus(superpod):
+    compute = [h for h in superpod.hosts if h.role == "compute"]
+    assert len(compute) == 4 * 32 - 1 == 127
+    assert (4, 32) not in {(h.unit, h.slot) for h in compute}
+    assert sum(superpod.topology.node_types[h.node_type].gpu.count for h in compute) == 1016
+
+
+def test_superpod_compute_switches(superpod):
+    fabric = superpod.fabrics["compute"]
+    assert fabric.spec.switch.radix == 64
+    leaves = [s for s in fabric.switches if s.tier == "leaf"]
+    assert len(leaves) == 32 and len(fabric.switches) == 48
+    assert {(s.unit, s.rail) for s in leaves} == {(u, r) for u in range(1, 5) for r in range(1, 9)}
+    assert_cabling_is_sound(fabric)
+
+
+def test_superpod_two_links_between_every_leaf_and_spine(superpod):
+    fabric = superpod.fabrics["compute"]
+    pairs = Counter((link.a, link.b) for link in fabric.links if link.tier == "leaf-spine")
+    leaves = [s.name for s in fabric.switches if s.tier == "leaf"]
+    spines = [s.name for s in fabric.switches if s.tier == "spine"]
+    assert len(spines) == 16
+    assert set(pairs) == {(leaf, spine) for leaf in leaves for spine in spines}
+    assert set(pairs.values()) == {2}
+
+
+def test_superpod_rail_r_of_unit_u_goes_to_leaf_u_r(superpod):
+    fabric = superpod.fabrics["compute"]
+    switch = {s.name: s for s in fabric.switches}
+    host = {h.name: h for h in superpod.hosts}
+    rails = [hca.device for hca in superpod.topology.node_types["dgx_h100"].hcas]
+    node_links = [link for link in fabric.links if link.tier == "node-leaf"]
+    assert len(node_links) == 127 * 8
+    for link in node_links:
+        leaf = switch[link.b]
+        assert (leaf.unit, leaf.rail) == (host[link.a].unit, rails.index(link.a_port) + 1)
+        assert link.b_port == host[link.a].slot  # slot s uses port s of each rail leaf
+        assert link.speed_gbps == 400
+    assert [len(leaves) for leaves in fabric.attachments.values()] == [8] * 127
+
+
+def test_superpod_leaves_are_non_blocking(superpod):
+    fabric = superpod.fabrics["compute"]
+    ports = ports_by_switch(fabric)
+    for s in fabric.switches:
+        down = [p for p in ports[s.name] if p <= 32]
+        assert len(ports[s.name]) == (63 if (s.unit, s.tier) == (4, "leaf") else 64)  # slot 4/32 is reserved
+        if s.tier == "leaf":
+            assert len(down) == len(ports[s.name]) - 32  # 32 up whatever the leaf carries
+
+
+# --- fat trees -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("nodes", "ports", "radix", "leaves", "spines"),
+    [
+        # 100 ports on 32-port leaves at 1:1: 16 down, 16 up each; ceil(100/16) = 7 leaves;
+        # 7 * 16 = 112 uplinks need at least 4 spines of 32, and 4 divides 16: 4 links per pair.
+        (100, 1, 32, 7, 4),
+        # 50 nodes x 2 ports on 64-port leaves: 32 down; ceil(100/32) = 4 leaves; 128 uplinks, 2 spines.
+        (50, 2, 64, 4, 2),
+        # 64 leaves of 64 ports (the most two tiers take): 32 spines, one link per pair.
+        (2048, 1, 64, 64, 32),
+        # 33 leaves: at least ceil(33*32/64) = 17 spines, 32 is the next count that divides 32.
+        (1056, 1, 64, 33, 32),
+    ],
+)
+def test_plain_fat_tree(tmp_path, nodes, ports, radix, leaves, spines):
+    plan = load(cluster(tmp_path, fabric={"topology": "fat_tree"}, hcas=ports, count=nodes, radix=radix))
+    fabric = plan.fabrics["compute"]
+    up = radix // 2
+    assert by_tier(fabric) == (
+        Counter(leaf=leaves, spine=spines),
+        Counter({"node-leaf": nodes * ports, "leaf-spine": leaves * up}),
+    )
+    pairs = Counter((link.a, link.b) for link in fabric.links if link.tier == "leaf-spine")
+    assert len(pairs) == leaves * spines and set(pairs.values()) == {up // spines}
+    assert_cabling_is_sound(fabric)
+
+
+@pytest.mark.parametrize(
+    ("radix", "ratio", "down", "up"),
+    [(64, 1, 32, 32), (64, 2, 43, 21), (64, 3, 48, 16), (48, 5, 40, 8), (36, 1.25, 20, 16)],
+)
+def test_oversubscription_trades_uplinks_for_downlinks(tmp_path, radix, ratio, down, up):
+    nodes = 10 * down + 1  # fills 10 leaves and spills one node onto an 11th
+    fabric_spec = {"topology": "fat_tree", "oversubscription": ratio}
+    fabric = load(cluster(tmp_path, fabric=fabric_spec, count=nodes, radix=radix)).fabrics["compute"]
+    leaves = [s.name for s in fabric.switches if s.tier == "leaf"]
+    assert len(leaves) == 11
+    downlinks = Counter(link.b for link in fabric.links if link.tier == "node-leaf")
+    uplinks = Counter(link.a for link in fabric.links if link.tier == "leaf-spine")
+    assert max(downlinks.values()) == down and sum(downlinks.values()) == nodes
+    assert set(uplinks.values()) == {up} and set(uplinks) == set(leaves)
+    assert_cabling_is_sound(fabric)
+
+
+def test_single_leaf_has_no_spine(tmp_path):
+    fabric = load(cluster(tmp_path, fabric={"topology": "fat_tree"}, count=8, hcas=2, radix=32)).fabrics["compute"]
+    assert by_tier(fabric) == (Counter(leaf=1), Counter({"node-leaf": 16}))
+    assert fabric.tiers() == ["leaf"]
+    assert sorted(link.b_port for link in fabric.links) == list(range(1, 17))
+
+
+# --- the third tier ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("units", "pods", "cores"),
+    [
+        # 16 SUs x 8 rails = 128 leaves > 64 ports: pods of 32 leaves (4 SUs) = 4 pods, each with
+        # 32 spines; spine j of every pod goes to core group j: 4 * 32 links = 2 cores of 64.
+        (16, 4, 32 * 2),
+        # 12 SUs = 96 leaves in 3 pods; each core group takes 3 * 32 = 96 links: 2 cores.
+        (12, 3, 32 * 2),
+        # 132 SUs = 33 pods; 33 * 32 = 1056 links per group need 17 cores of 64 (uneven split).
+        (132, 33, 32 * 17),
+    ],
+)
+def test_three_tiers_when_leaves_outgrow_the_spine_radix(tmp_path, units, pods, cores):
+    spec = {"topology": "rail_optimized_fat_tree", "rails": 8}
+    plan = load(cluster(tmp_path, fabric=spec, hcas=8, units=(units, 32)))
+    fabric = plan.fabrics["compute"]
+    leaves = units * 8
+    nodes = units * 32
+    assert by_tier(fabric) == (
+        Counter(leaf=leaves, spine=pods * 32, core=cores),
+        Counter({"node-leaf": nodes * 8, "leaf-spine": leaves * 32, "spine-core": pods * 32 * 32}),
+    )
+    switch = {s.name: s for s in fabric.switches}
+    leaf_pods: dict[str, set[int]] = defaultdict(set)
+    spine_links: Counter = Counter()
+    core_pods: dict[str, set[int]] = defaultdict(set)
+    for link in fabric.links:
+        if link.tier == "leaf-spine":
+            assert switch[link.a].tier == "leaf" and switch[link.b].tier == "spine"
+            leaf_pods[link.a].add(switch[link.b].pod)
+            spine_links[link.b] += 1
+        elif link.tier == "spine-core":
+            assert switch[link.a].tier == "spine" and switch[link.b].tier == "core"
+            core_pods[link.b].add(switch[link.a].pod)
+            spine_links[link.a] += 1
+    # Each leaf's 32 uplinks stay in one pod, and a scalable unit's leaves share it.
+    assert all(len(p) == 1 for p in leaf_pods.values())
+    unit_pods = {(switch[leaf].unit, next(iter(p))) for leaf, p in leaf_pods.items()}
+    assert len(unit_pods) == units
+    assert Counter(pod for _, pod in unit_pods) == Counter({p: units // pods for p in range(1, pods + 1)})
+    # Spines are non-blocking (32 down, 32 up) and every core reaches every pod.
+    assert set(spine_links.values()) == {64}
+    assert all(p == set(range(1, pods + 1)) for p in core_pods.values()) and len(core_pods) == cores
+    assert_cabling_is_sound(fabric)
+
+
+def test_too_many_pods_for_the_core_is_refused(tmp_path):
+    # 8-port switches: 4 down, 4 up, pods of 4 leaves; 40 leaves = 10 pods > 8 ports on a core.
+    with pytest.raises(TopologyError, match="40 leaves need 10 pods, more than a 8-port core switch"):
+        load(cluster(tmp_path, fabric={"topology": "fat_tree"}, count=160, radix=8))
+
+
+# --- dragonfly ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("p", "a", "h", "g", "nodes"),
+    [
+        (16, 16, 32, 5, 1280),  # the dragonfly-1k example
+        (4, 4, 2, 9, 144),  # the most groups a*h + 1 allows, every terminal used
+        (2, 3, 1, 4, 20),  # 3 routers x 1 global link: one link per pair; 24 terminals, 20 used
+        (3, 4, 5, 3, 30),  # 20 global ports per group over 2 other groups: 10 links per pair
+    ],
+)
+def test_dragonfly(tmp_path, p, a, h, g, nodes):
+    df = {"terminals_per_router": p, "routers_per_group": a, "global_links_per_router": h, "groups": g}
+    radix = p + (a - 1) + h
+    fabric = load(
+        cluster(tmp_path, fabric={"topology": "dragonfly", "dragonfly": df}, count=nodes, radix=radix)
+    ).fabrics["compute"]
+    switches, links = by_tier(fabric)
+    assert switches == Counter(router=a * g)
+    assert links["terminal"] == nodes and links["local"] == g * a * (a - 1) // 2
+    group = {s.name: s.group for s in fabric.switches}
+    # Inside a group, every router links to every other exactly once.
+    local = Counter(frozenset((link.a, link.b)) for link in fabric.links if link.tier == "local")
+    assert set(local.values()) == {1} and all(len({group[r] for r in pair}) == 1 for pair in local)
+    # Every pair of groups gets the same number of global links, using at most h ports per router.
+    pairs = Counter(frozenset((group[link.a], group[link.b])) for link in fabric.links if link.tier == "global")
+    assert len(pairs) == g * (g - 1) // 2 and all(len(pair) == 2 for pair in pairs)
+    per_pair = set(pairs.values())
+    assert len(per_pair) == 1 and 1 <= per_pair.pop() <= a * h // (g - 1)
+    global_ports = Counter(r for link in fabric.links if link.tier == "global" for r in (link.a, link.b))
+    terminals = Counter(link.b for link in fabric.links if link.tier == "terminal")
+    assert max(global_ports.values()) <= h and max(terminals.values()) <= p
+    assert_cabling_is_sound(fabric)
+
+
+def test_dragonfly_example_uses_every_router_port_it_plans():
+    fabric = load(EXAMPLES / "dragonfly-1k.topology.yml").fabrics["compute"]
+    used = ports_by_switch(fabric)
+    # 16 terminals + 15 local + 32 global = 63 of 64 ports on every router.
+    assert {len(ports) for ports in used.values()} == {63} and len(used) == 80
+    group = {s.name: s.group for s in fabric.switches}
+    pairs = Counter(frozenset((group[link.a], group[link.b])) for link in fabric.links if link.tier == "global")
+    assert len(pairs) == math.comb(5, 2) and set(pairs.values()) == {512 // 4}
+
+
+def test_leaves_without_uplinks_are_refused(tmp_path):
+    # 8-port leaves at 16:1 keep floor(8 / 17) = 0 uplinks: 20 nodes on 3 leaves that could reach nothing.
+    fabric_spec = {"topology": "fat_tree", "oversubscription": 16}
+    with pytest.raises(TopologyError, match=r"3 leaves need uplinks, but a 8-port leaf at 16\.0:1 has none"):
+        load(cluster(tmp_path, fabric=fabric_spec, count=20, radix=8))

@@ -1,0 +1,130 @@
+"""The summary of the SuperPOD example, and the `topology show` / `validate` commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+import yaml
+
+from clusterforge import cli
+from clusterforge.cli import topology as topology_cli
+from clusterforge.errors import EXIT_USAGE, UsageError
+from clusterforge.topology import load
+from clusterforge.topology.render.summary import summarise
+from tests.paths import PROJECT
+
+SUPERPOD = PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml"
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return load(SUPERPOD)
+
+
+@pytest.fixture(scope="module")
+def summary(plan):
+    return summarise(plan)
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = cli._Parser(prog="clusterforge")
+    topology_cli.add_parser(parser.add_subparsers(dest="command", required=True, parser_class=cli._Parser))
+    return parser.parse_args(list(argv))
+
+
+def test_hosts_and_gpus(summary):
+    assert summary["cluster"] == "superpod"
+    assert summary["hosts"] == {
+        "total": 131,
+        "by_role": {"head": 2, "login": 2, "compute": 127},
+        "by_node_type": {"dgx_h100": 127, "mgmt_server": 4},
+    }
+    assert summary["gpus"] == {"total": 1016, "by_model": {"NVIDIA H100 80GB HBM3": 1016}}
+    assert summary["scalable_units"] == {"count": 4, "nodes_per_unit": 32, "reserved_slots": 1}
+
+
+def test_compute_fabric_counts(summary):
+    compute = summary["fabrics"]["compute"]
+    assert compute["topology"] == "rail_optimized_fat_tree"
+    assert compute["rails"] == 8
+    assert compute["attached_hosts"] == 127
+    assert compute["switches"] == {"leaf": 32, "spine": 16}
+    assert compute["links"] == {"node-leaf": 1016, "leaf-spine": 1024}
+    # Rail leaves serve a whole unit, so node links leave the rack: AOCs; uplinks are optics.
+    assert compute["cables"] == {"aoc": 1016, "fibre": 1024, "transceivers": 2048}
+
+
+def test_service_fabrics_and_switch_total(summary):
+    inband, oob = summary["fabrics"]["inband"], summary["fabrics"]["oob"]
+    assert inband["links"]["node-leaf"] == 131 and oob["links"]["node-leaf"] == 131
+    assert inband["cables"] == {"dac": 131, "fibre": 80, "transceivers": 160}
+    assert oob["cables"] == {"cat6": 171, "transceivers": 0}
+    per_fabric = sum(sum(f["switches"].values()) for f in summary["fabrics"].values())
+    assert summary["switches"] == per_fabric == 48 + 7 + 6
+
+
+def test_key_order_is_stable_and_json_round_trips(plan, summary):
+    assert list(summary) == [
+        "cluster",
+        "domain",
+        "hosts",
+        "gpus",
+        "scalable_units",
+        "switches",
+        "fabrics",
+        "bom",
+    ]
+    assert list(summary["fabrics"]) == ["compute", "inband", "oob"]
+    assert json.loads(json.dumps(summary)) == summary
+    assert json.dumps(summarise(plan)) == json.dumps(summary)
+
+
+def test_bom_totals_are_in_the_summary(summary):
+    assert summary["bom"]["power_kw"] > 0
+    # Servers and GPUs alone: 127 * 160k + 4 * 15k + 1016 * 30k.
+    assert summary["bom"]["price_usd"] > 127 * 160_000 + 4 * 15_000 + 1016 * 30_000
+
+
+def test_show_json_prints_the_summary(capsys, summary):
+    assert topology_cli.run(parse("topology", "show", "--json", str(SUPERPOD))) == 0
+    assert json.loads(capsys.readouterr().out) == summary
+
+
+def test_show_tables(capsys):
+    assert topology_cli.run(parse("topology", "show", str(SUPERPOD))) == 0
+    out = capsys.readouterr().out
+    assert "compute" in out and "1016" in out and "leaf-spine: 1024" in out
+
+
+def test_validate_ok(capsys):
+    assert topology_cli.run(parse("topology", "validate", str(SUPERPOD))) == 0
+    assert capsys.readouterr().out.strip() == "ok: 131 hosts, 1016 GPUs, 61 switches"
+
+
+def test_validate_turns_a_topology_error_into_a_usage_error(tmp_path):
+    data = yaml.safe_load(SUPERPOD.read_text())
+    data["node_types"]["dgx_h100"]["gpu"]["count"] = 99
+    bad = tmp_path / "bad.topology.yml"
+    bad.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(UsageError) as raised:
+        topology_cli.run(parse("topology", "validate", str(bad)))
+    assert raised.value.exit_code == EXIT_USAGE
+    message = str(raised.value)
+    assert "bad.topology.yml:" in message and "node_types.dgx_h100.gpu.count" in message
+
+
+def test_validate_catches_what_only_rendering_shows(tmp_path):
+    data = yaml.safe_load(SUPERPOD.read_text())
+    data["fabrics"]["compute"]["cable_price_usd"] = {"leaf-spin": 100}
+    bad = tmp_path / "typo.topology.yml"
+    bad.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(UsageError, match=r"cable_price_usd"):
+        topology_cli.run(parse("topology", "validate", str(bad)))
+
+
+def test_missing_subcommand_uses_the_usage_exit_code():
+    with pytest.raises(SystemExit) as exit_info:
+        parse("topology")
+    assert exit_info.value.code == EXIT_USAGE

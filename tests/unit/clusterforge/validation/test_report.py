@@ -1,0 +1,298 @@
+"""clusterforge report (JSON, JUnit XML, HTML) and clusterforge check judge."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from clusterforge import errors
+from clusterforge.cli import check as check_cli
+from clusterforge.validation import judges, report
+from clusterforge.validation.host_verdict import verdicts
+from tests.unit.plugins.module_utils.samples import fixture, load
+
+
+def judged(kind: str, name: str, expected: dict) -> list[dict]:
+    return [r.as_dict() for r in judges.judge_text(kind, load(*name.split("/")), expected)]
+
+
+def record(module: str, checks: list[dict], **extra) -> dict:
+    statuses = [c["status"] for c in checks]
+    return {"module": module, "status": verdicts.worst(statuses), "checks": checks, **extra}
+
+
+def host_file(directory: Path, host: str, results: list[dict], node_type: str = "hgx_h100") -> None:
+    document = {"schema": report.HOST_SCHEMA, "run_id": "20250101T000000Z", "host": host, "node_type": node_type}
+    (directory / f"{host}.json").write_text(json.dumps({**document, "groups": ["compute"], "results": results}))
+
+
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    """A run of three nodes: gpu01 with the throttling H100 (fail), gpu02 healthy, head01 without hardware."""
+    directory = tmp_path / "20250101T000000Z"
+    directory.mkdir()
+    gpu = judged("nvidia-smi-q", "nvidia-smi_query/h100-8gpu-nvidia-smi-q-535.161.08-gpud.txt", {"gpu_count": 8})
+    ib = judged(
+        "ibstat", "ibstat/h100-ndr400-ib-active-eth-down-disabled-gpud.txt", {"devices": ["mlx5_0"], "rate": 400}
+    )
+    nccl = [
+        {**c, "check": c["check"].replace("nccl.", "nccl.all_reduce.")}
+        for c in judged("nccl", "nccl_all_reduce_perf/h100-8gpu-single-node-bitdeer.txt", {"nvlink_generation": 4})
+    ]
+    busbw = {"measured": 470.73, "reference": 450.0, "floor": 360.0, "how": "NVLink 4", "ranks": 8, "nodes": 1}
+    pair_checks = [
+        {**c, "check": c["check"].replace("nccl.", "nccl.all_reduce:gpu02+gpu01.")}
+        for c in judged(
+            "nccl",
+            "nccl_all_reduce_perf/dgx-2node-roce-cx5-k8s-deepops-old-format.txt",
+            {"nic_rate_gbps": 400, "rails": 8, "nodes": 2},
+        )
+    ]
+    pair_busbw = {"measured": 22.92, "reference": 400.0, "floor": 320.0, "how": "8 rails x 400 Gb/s"}
+    skipped = {
+        "check": "gpu.count",
+        "status": "skipped",
+        "measured": None,
+        "expected": 8,
+        "message": "skipped: no hardware",
+    }
+    host_file(directory, "gpu01", [record("gpu_check", gpu), record("ib_check", ib)])
+    host_file(
+        directory,
+        "gpu02",
+        [
+            record("ib_check", ib),
+            record("nccl_check", nccl, label="all_reduce", scope="node", hosts=[], busbw=busbw),
+            record(
+                "nccl_check",
+                pair_checks,
+                label="all_reduce:gpu02+gpu01",
+                scope="pair",
+                hosts=["gpu02", "gpu01"],
+                busbw=pair_busbw,
+            ),
+        ],
+    )
+    host_file(
+        directory,
+        "head01",
+        [record("gpu_check", [skipped]), {"module": "cabling_check", "error": "MODULE FAILURE"}],
+        "mgmt",
+    )
+    run = {
+        "schema": report.RUN_SCHEMA,
+        "run_id": "20250101T000000Z",
+        "pairs": {"rounds": [[["gpu02", "gpu01"]]], "pairs": [["gpu02", "gpu01"]]},
+        "failed_pairs": [["gpu02", "gpu01"]],
+        "verdict": {"culprits": ["gpu01"], "cleared": ["gpu02"], "unresolved": [], "untested": []},
+    }
+    (directory / "_run.json").write_text(json.dumps(run))
+    return directory
+
+
+def test_node_verdicts(run_dir):
+    run = report.load_run(run_dir)
+    status = {node.host: node.status for node in run.nodes}
+    # gpu02's failed pair does not count against it: the bisection cleared it.
+    assert status == {"gpu01": "fail", "gpu02": "pass", "head01": "fail"}
+    head = next(n for n in run.nodes if n.host == "head01")
+    assert [(c.check, c.status) for c in head.checks] == [("gpu.count", "skipped"), ("cabling_check.error", "fail")]
+    assert run.status == "fail"
+    assert [(b.host, b.scope, b.measured, b.status) for b in run.bandwidth] == [
+        ("gpu02", "node", 470.73, "pass"),
+        ("gpu02", "pair", 22.92, "fail"),
+    ]
+
+
+def test_json_document(run_dir, tmp_path):
+    written = report.write_report(report.load_run(run_dir), tmp_path / "out")
+    document = json.loads(written["json"].read_text())
+    assert document["schema"] == report.REPORT_SCHEMA
+    assert document["run_id"] == "20250101T000000Z"
+    assert document["status"] == "fail"
+    assert document["summary"]["nodes_by_status"] == {"fail": 2, "warn": 0, "pass": 1, "skipped": 0}
+    gpu01 = next(n for n in document["nodes"] if n["host"] == "gpu01")
+    throttle = next(c for c in gpu01["checks"] if c["check"] == "gpu.throttle")
+    assert (throttle["status"], throttle["module"]) == ("fail", "gpu_check")
+    assert document["verdict"]["culprits"] == ["gpu01"]
+
+
+def test_junit_parses_back_with_failures_and_skips(run_dir, tmp_path):
+    written = report.write_report(report.load_run(run_dir), tmp_path / "out")
+    root = ET.parse(written["junit"]).getroot()
+    assert root.tag == "testsuites"
+    suites = {suite.get("name"): suite for suite in root.findall("testsuite")}
+    assert set(suites) == {"gpu01", "gpu02", "head01"}
+    cases = {(s, c.get("name")): c for s, suite in suites.items() for c in suite.findall("testcase")}
+    throttle = cases[("gpu01", "gpu.throttle")]
+    assert throttle.get("classname") == "gpu01.gpu_check"
+    assert "hw_power_brake_slowdown" in throttle.find("failure").get("message")
+    assert cases[("head01", "gpu.count")].find("skipped").get("message") == "skipped: no hardware"
+    assert cases[("head01", "cabling_check.error")].find("failure") is not None
+    cleared = cases[("gpu02", "nccl.all_reduce:gpu02+gpu01.busbw")]
+    assert cleared.find("failure") is None and "cleared by bisection" in cleared.find("system-out").text
+    assert cases[("gpu01", "gpu.count")].find("failure") is None
+    total = sum(int(s.get("tests")) for s in suites.values())
+    assert int(root.get("tests")) == total == len(cases)
+    assert int(root.get("failures")) == sum(1 for c in cases.values() if c.find("failure") is not None)
+    assert int(root.get("skipped")) == sum(1 for c in cases.values() if c.find("skipped") is not None)
+
+
+def test_html_is_self_contained_with_rows_and_chart(run_dir, tmp_path):
+    written = report.write_report(report.load_run(run_dir), tmp_path / "out")
+    page = written["html"].read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    for host in ("gpu01", "gpu02", "head01"):
+        assert f'id="node-{host}"' in page
+    assert '<tr class="node fail" id="node-gpu01">' in page
+    assert "gpu.throttle" in page and "skipped: no hardware" not in page.split('id="node-head01"')[0]
+    chart = page[page.index('<div id="bandwidth">') :]
+    assert chart.count('<g class="bar') == 2
+    assert "470.7" in chart and "22.9" in chart
+    assert 'stroke-dasharray="3,2"' in chart  # the floor each run was judged against
+    assert "culprits: gpu01" in page
+    # No external assets: no scripts, stylesheets, images or fonts from elsewhere.
+    for marker in ("<script", "<link", "src=", "@import", "url("):
+        assert marker not in page
+    ET.fromstring(page[page.index("<svg") : page.index("</svg>") + 6])  # the chart is well-formed SVG
+
+
+def test_chart_without_nccl():
+    svg = report.bandwidth_svg([])
+    assert "no NCCL bandwidth measured" in svg
+
+
+def test_chart_axis_has_round_ticks():
+    assert report._ticks(516.6) == [0, 200, 400]
+    assert report._ticks(12) == [0, 5, 10]
+    assert report._ticks(0.5) == [0, 0.1, 0.2, 0.3, 0.4]
+
+
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        (None, "no <host>.json results"),
+        ("{", "not JSON"),
+        ('{"schema": "other/1"}', "expected 'clusterforge.validation.host/1'"),
+        ('{"schema": "clusterforge.validation.host/1", "results": 3}', "'results' must be a list"),
+    ],
+)
+def test_bad_results_are_usage_errors(tmp_path, content, match):
+    if content is not None:
+        (tmp_path / "h.json").write_text(content)
+    with pytest.raises(errors.UsageError, match=match):
+        report.load_run(tmp_path)
+
+
+# --- the CLI ------------------------------------------------------------------------------------
+
+
+def cli(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    check_cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    return check_cli.run(parser.parse_args(list(argv)))
+
+
+def test_report_command(run_dir, tmp_path, capsys):
+    assert cli("report", str(run_dir), "-o", str(tmp_path / "out")) == 0
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"report.json", "junit.xml", "report.html"}
+    assert "run 20250101T000000Z: fail (3 nodes)" in capsys.readouterr().out
+    with pytest.raises(errors.UsageError, match="results directory not found"):
+        cli("report", str(tmp_path / "nope"), "-o", str(tmp_path / "out"))
+
+
+def test_judge_nvidia_smi_json(capsys):
+    path = str(fixture("nvidia-smi_query", "h100-8gpu-nvidia-smi-q-535.161.08-gpud.txt"))
+    code = cli(
+        "check", "judge", "nvidia-smi-q", path, "--expect", "gpu_count=8", "--expect", "cuda_version=12.2", "--json"
+    )
+    document = json.loads(capsys.readouterr().out)
+    assert code == errors.EXIT_HOSTS_FAILED
+    assert document["status"] == "fail"
+    checks = {c["check"]: c for c in document["checks"]}
+    assert checks["gpu.throttle"]["status"] == "fail"
+    assert checks["gpu.cuda_version"]["status"] == "pass"  # "12.2" stays text
+
+
+@pytest.mark.parametrize(
+    "kind,name,expect,status",
+    [
+        ("nccl", "nccl_all_reduce_perf/h100-2node-16gpu-ib-bitdeer.txt", ["nic_rate_gbps=400", "rails=8"], "pass"),
+        ("nccl", "nccl_all_reduce_perf/dgx-2node-roce-cx5-k8s-deepops-old-format.txt", ["expected_busbw=100"], "fail"),
+        (
+            "ibstat",
+            "ibstat/h100-ndr400-ib-active-eth-down-disabled-gpud.txt",
+            ["devices=mlx5_0,mlx5_3", "rate=400"],
+            "pass",
+        ),
+        ("ibv_devinfo", "ibv_devinfo/connectx3-mlx4-2hca-port1-active-port2-down.txt", ["devices=mlx4_0"], "fail"),
+        (
+            "nvidia-smi-topo",
+            "nvidia-smi_topo/a100-sxm-40g-8gpu-10nic-dgx-style-tabs.txt",
+            ["nvlinks_per_gpu=12", "nvswitch=true"],
+            "pass",
+        ),
+        (
+            "ibnetdiscover",
+            "ibnetdiscover_iblinkinfo/ibnetdiscover-p-edr-osc-subset-infiniband-exporter.txt",
+            ["speed=EDR"],
+            "pass",
+        ),
+        ("dcgmi", "dcgmi_diag/r1-deployment-fail-deepops.txt", [], "fail"),
+        ("ib_write_bw", "ib_write_bw/roce-100g-4qp-rdma-cm-client-oci.txt", ["rate_gbps=100"], "pass"),
+        ("kernel-log", "kernel_log_xid/h100-xid79-fallen-off-bus-sxid20034-gpud.txt", [], "fail"),
+    ],
+)
+def test_judge_kinds(kind, name, expect, status, capsys):
+    args = [a for e in expect for a in ("--expect", e)]
+    code = cli("check", "judge", kind, str(fixture(*name.split("/"))), *args)
+    out = capsys.readouterr().out
+    assert f"status: {status}" in out
+    assert code == (errors.EXIT_HOSTS_FAILED if status == "fail" else 0)
+
+
+def test_judge_ibnetdiscover_against_a_plan(tmp_path, capsys):
+    plan = tmp_path / "cabling.csv"
+    plan.write_text(
+        "fabric,tier,source_device,source_port,destination_device,destination_port,speed_gbps\n"
+        "ib,node-leaf,o0001,HCA-1,ib-i1l1s01,11,100\n"
+    )
+    path = str(fixture("ibnetdiscover_iblinkinfo", "ibnetdiscover-p-edr-osc-subset-infiniband-exporter.txt"))
+    assert cli("check", "judge", "ibnetdiscover", path, "--plan", str(plan), "--json") == errors.EXIT_HOSTS_FAILED
+    checks = {c["check"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert checks["cabling.links"]["measured"] == {"o0001 HCA-1/1 - ib-i1l1s01/11": "miscabled: goes to ib-i1l1s01/10"}
+    assert checks["cabling.speed"]["status"] == "pass"
+
+
+def test_judge_errors(tmp_path):
+    wrong = str(fixture("ibstat", "p100-host-connectx3-fdr56-active.txt"))
+    with pytest.raises(errors.UsageError, match="not nccl-tests output"):
+        cli("check", "judge", "nccl", wrong)
+    with pytest.raises(errors.UsageError, match="expected KEY=VALUE"):
+        cli("check", "judge", "ibstat", wrong, "--expect", "rate")
+    with pytest.raises(errors.UsageError, match="cannot read"):
+        cli("check", "judge", "ibstat", str(tmp_path / "missing.txt"))
+
+
+def test_expectation_values():
+    assert check_cli.parse_expectations(
+        [
+            "gpu_count=8",
+            "cuda_version=12.10",
+            "nvswitch=true",
+            "devices=mlx5_0, mlx5_1",
+            'counter_limits={"symbol_error": 5}',
+            "x=abc",
+        ]
+    ) == {
+        "gpu_count": 8,
+        "cuda_version": "12.10",
+        "nvswitch": True,
+        "devices": ["mlx5_0", "mlx5_1"],
+        "counter_limits": {"symbol_error": 5},
+        "x": "abc",
+    }

@@ -1,0 +1,111 @@
+"""The clusterforge_topology_host filter (plugins/filter/topology.py) on the example topologies."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from tests.paths import PROJECT
+
+EXAMPLES = PROJECT / "inventories" / "examples"
+SUPERPOD = str(EXAMPLES / "h100-superpod.topology.yml")
+PCIE = str(EXAMPLES / "pcie-roce-small.topology.yml")
+RAIL_ORDER = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
+
+
+@pytest.fixture(scope="module")
+def topology_host():
+    spec = importlib.util.spec_from_file_location(
+        "clusterforge_topology_filter", PROJECT / "plugins/filter/topology.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.FilterModule().filters()["clusterforge_topology_host"]
+
+
+def test_a_dgx_in_the_last_unit(topology_host):
+    found = topology_host("dgx127", SUPERPOD)
+    assert {key: found[key] for key in ("name", "role", "index", "unit", "slot", "site", "node_type")} == {
+        "name": "dgx127",
+        "role": "compute",
+        "index": 127,
+        "unit": 4,
+        "slot": 31,  # slot 32 of unit 4 is reserved for the fabric manager
+        "site": "dc1",
+        "node_type": "dgx_h100",
+    }
+    # 4 head and login nodes come first in the in-band and out-of-band plans; on the IPoIB
+    # rails only the DGX count, so dgx127 is the 127th there.
+    assert found["addresses"]["inband"] == "10.130.0.140"
+    assert found["addresses"]["oob"] == "10.131.0.140"
+    assert found["addresses"]["ipoib"] == [f"10.140.{rail}.136" for rail in range(8)]
+
+
+def test_hcas_come_in_rail_order_with_their_ipoib_address(topology_host):
+    hcas = topology_host("dgx001", SUPERPOD)["hcas"]
+    assert [hca["device"] for hca in hcas] == RAIL_ORDER
+    assert [hca["rail"] for hca in hcas] == list(range(1, 9))
+    assert [hca["gpu"] for hca in hcas] == list(range(8))
+    assert [hca["ipoib_address"] for hca in hcas] == [f"10.140.{rail}.10" for rail in range(8)]
+    assert hcas[4] == {
+        "device": "mlx5_6",
+        "netdev": "ibp154s0",
+        "pci": "0000:9a:00.0",
+        "numa": 1,
+        "gpu": 4,
+        "rate_gbps": 400,
+        "fabric": "compute",
+        "rail": 5,
+        "link_layer": "infiniband",
+        "ipoib_address": "10.140.4.10",
+    }
+
+
+def test_expectations(topology_host):
+    assert topology_host("dgx064", SUPERPOD)["expected"] | {"hca_rates": None, "link_layers": None} == {
+        "gpus": 8,
+        "gpu_model": "NVIDIA H100 80GB HBM3",
+        "nvlink_generation": 4,
+        "nvswitch": True,
+        "hca_rates": None,
+        "link_layers": None,
+        "rail_hcas": RAIL_ORDER,
+        "rails": 8,
+        "nic_rate_gbps": 400,
+    }
+    assert topology_host("head01", SUPERPOD)["expected"]["gpus"] == 0
+    assert topology_host("head01", SUPERPOD)["hcas"] == []
+
+
+def test_roce_hcas_have_no_ipoib_address(topology_host):
+    found = topology_host("gpu08", PCIE)
+    assert "ipoib" not in found["addresses"]
+    assert [(hca["device"], hca["rail"], hca["link_layer"]) for hca in found["hcas"]] == [
+        ("mlx5_0", 1, "ethernet"),
+        ("mlx5_1", 2, "ethernet"),
+    ]
+    assert not any("ipoib_address" in hca for hca in found["hcas"])
+    assert found["expected"]["link_layers"] == {"mlx5_0": "ethernet", "mlx5_1": "ethernet"}
+
+
+def test_an_unknown_host_is_named(topology_host):
+    with pytest.raises(AnsibleFilterError, match=r"clusterforge_topology_host: dgx128 is not in .*h100-superpod"):
+        topology_host("dgx128", SUPERPOD)
+
+
+def test_a_missing_file_is_named(topology_host, tmp_path):
+    missing = tmp_path / "nope.topology.yml"
+    with pytest.raises(
+        AnsibleFilterError, match=rf"cannot read the topology file '{missing}': No such file or directory"
+    ):
+        topology_host("dgx001", str(missing))
+
+
+def test_an_invalid_topology_names_file_and_field(topology_host, tmp_path):
+    broken = tmp_path / "broken.topology.yml"
+    broken.write_text(Path(PCIE).read_text().replace("count: 8", "count: -1"))
+    with pytest.raises(AnsibleFilterError, match=r"broken.topology.yml:\d+: roles.compute.count"):
+        topology_host("gpu01", str(broken))

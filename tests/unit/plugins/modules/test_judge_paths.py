@@ -1,0 +1,251 @@
+"""Both judge paths give the same verdicts on every recorded output in tests/fixtures.
+
+Path one is the node module, live, with run_command mocked (conftest.py) to print the recording;
+path two is the controller's ``clusterforge check judge`` (clusterforge.validation.judges.judge_text).
+Both get the same expectation, written once per output kind in the judges' own vocabulary (what
+``--expect`` takes) and turned into the module's options here. Every check the controller reports
+must come out of the module with the same status and expectation, and the same measured value
+where both report one; an output the controller rejects as not of its kind must fail the module's output check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterforge.errors import UsageError
+from clusterforge.validation import judges
+from tests.unit.plugins.module_utils import samples
+
+from .conftest import Node, Outcome
+from .test_ib_check import sysfs
+
+# A real `nvidia-smi -q` to run beside the topology and kernel-log recordings, which gpu_check
+# reads only after it.
+H100_QUERY = samples.load("nvidia-smi_query", "h100-8gpu-nvidia-smi-q-535.161.08-gpud.txt")
+# One planned link of the EDR recording (real name and port), so the plan's links and speed are judged.
+CABLING_PLAN = (
+    "fabric,tier,source_device,source_port,destination_device,destination_port,speed_gbps\n"
+    "ib,node-leaf,o0001,HCA-1,ib-i1l1s01,10,100\n"
+)
+
+
+@dataclass
+class Setup:
+    """What the module needs on the mocked node besides the recording: paths it probes."""
+
+    pci_root: str
+    tmp: Path
+
+
+@dataclass(frozen=True)
+class Route:
+    """One output kind: the controller's KIND, the expectation, and how the module is run on it.
+
+    module(node, setup, text, expected) sets up the mocked node and returns (module name, args);
+    name(check) gives the controller's name of a module check, None for one the output does not
+    decide (gpu_check judges its query whatever topology it reads); rejected is the module's check
+    for output it cannot parse."""
+
+    kind: str
+    expected: Callable[[str], dict[str, Any]]
+    module: Callable[[Node, Setup, str, dict[str, Any]], tuple[str, dict[str, Any]]]
+    name: Callable[[str], str | None]
+    rejected: str
+
+
+def _gpu_query(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    node.programs = {"nvidia-smi"}
+    node.outputs = {"nvidia-smi -q -x": (0, text, ""), "nvidia-smi topo -m": (6, "", "not supported\n")}
+    args = {"expected_gpus": expected["gpu_count"], "model": expected["product_name"], "kernel_log": False}
+    return "gpu_check", {**args, "pci_root": setup.pci_root}
+
+
+def _gpu_topology(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    node.programs = {"nvidia-smi"}
+    node.outputs = {"nvidia-smi -q -x": (0, H100_QUERY, ""), "nvidia-smi topo -m": (0, text, "")}
+    args = {"nvlink_generation": expected["nvlink_generation"], "nvswitch": expected["nvswitch"], "kernel_log": False}
+    return "gpu_check", {**args, "pci_root": setup.pci_root}
+
+
+def _gpu_kernel_log(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    node.programs = {"nvidia-smi", "journalctl"}
+    node.outputs = {
+        "nvidia-smi -q -x": (0, H100_QUERY, ""),
+        "nvidia-smi topo -m": (6, "", "not supported\n"),
+        "journalctl -k": (0, text, ""),
+    }
+    return "gpu_check", {"pci_root": setup.pci_root}
+
+
+def _ib_ports(source: str, command: str) -> Callable[..., tuple[str, dict[str, Any]]]:
+    def module(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        node.programs = {command.split()[0]}
+        node.outputs = {command: (0, text, "")}
+        # Live reading from ibstat or ibv_devinfo starts at sysfs: the node must show an RDMA device.
+        root = sysfs(setup.tmp / "infiniband", {"mlx5_0": {}})
+        args = {"source": source, "expected_hcas": expected["rate"], "link_layers": expected["link_layer"]}
+        return "ib_check", {**args, "sysfs_root": str(root), "pci_root": setup.pci_root}
+
+    return module
+
+
+def _ib_devices(kind: str) -> Callable[[str], dict[str, Any]]:
+    """Every HCA of the output expected, at NDR on InfiniBand (so slower or Ethernet ports fail),
+    per device as the module's expected_hcas gives them."""
+
+    def expected(text: str) -> dict[str, Any]:
+        spec = judges.KINDS[kind]
+        try:
+            parsed = getattr(judges.load(spec.parser), spec.parse)(text)
+        except judges.load("verdicts").ParseError:
+            parsed = ()
+        names = sorted({getattr(device, "name", None) or device.hca_id for device in parsed}) or ["mlx5_0"]
+        return {"devices": names, "rate": dict.fromkeys(names, 400), "link_layer": dict.fromkeys(names, "InfiniBand")}
+
+    return expected
+
+
+def _perftest(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    node.programs = {"ib_write_bw"}
+    node.outputs = {"ib_write_bw": (0, text, "")}
+    (setup.tmp / "infiniband" / "mlx5_0").mkdir(parents=True)
+    args = {"device": "mlx5_0", "server": "peer", "rate_gbps": expected["rate_gbps"]}
+    return "ib_bandwidth_check", {**args, "sysfs_root": str(setup.tmp / "infiniband")}
+
+
+def _nccl_expected(text: str) -> dict[str, Any]:
+    """NVLink 3 within a node, 8 rails of HDR between nodes, over as many nodes as the ranks name."""
+    try:
+        hosts = judges.load("nccl_tests").parse_nccl_tests(text).hosts
+    except judges.load("verdicts").ParseError:
+        hosts = ()
+    return {"nvlink_generation": 3, "nic_rate_gbps": 200, "rails": 8, "nodes": max(len(hosts), 1)}
+
+
+def _nccl(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    nodes = expected["nodes"]
+    args = {key: expected[key] for key in ("nvlink_generation", "nic_rate_gbps", "rails")}
+    args.update(label="run", timeout=0, gpus_per_node=8, pci_root=setup.pci_root)
+    if nodes > 1:
+        node.programs = {"all_reduce_perf", "mpirun"}
+        node.outputs = {"mpirun": (0, text, "")}
+        args.update(hosts=[f"node{i}" for i in range(nodes)], launcher=["mpirun", "-np", "{np}"])
+    else:
+        node.programs = {"all_reduce_perf"}
+        node.outputs = {"all_reduce_perf": (0, text, "")}
+    return "nccl_check", args
+
+
+def _cabling(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    node.programs = {"ibnetdiscover"}
+    node.outputs = {"ibnetdiscover -p": (0, text, "")}
+    (setup.tmp / "infiniband" / "mlx5_0").mkdir(parents=True)
+    return "cabling_check", {"plan": CABLING_PLAN, "sysfs_root": str(setup.tmp / "infiniband")}
+
+
+def _same(check: str) -> str:
+    return check
+
+
+def _only(*names: str) -> Callable[[str], str | None]:
+    return lambda check: check if check in names else None
+
+
+GPU_QUERY = Route(
+    "nvidia-smi-q",
+    lambda text: {"gpu_count": 8, "product_name": "NVIDIA H100 80GB HBM3"},
+    _gpu_query,
+    _same,
+    "gpu.output",
+)
+IB_STAT = Route("ibstat", _ib_devices("ibstat"), _ib_ports("ibstat", "ibstat"), _same, "ib.output")
+IBV_DEVINFO = Route(
+    "ibv_devinfo", _ib_devices("ibv_devinfo"), _ib_ports("ibv_devinfo", "ibv_devinfo -v"), _same, "ib.output"
+)
+ROUTES = {
+    "nvidia-smi_query": GPU_QUERY,
+    "nvidia-smi_xml": GPU_QUERY,
+    "nvidia-smi_topo": Route(
+        "nvidia-smi-topo",
+        lambda text: {"nvlink_generation": 3, "nvswitch": True},
+        _gpu_topology,
+        _only("gpu.nvlink"),
+        "gpu.nvlink",
+    ),
+    "kernel_log_xid": Route("kernel-log", lambda text: {}, _gpu_kernel_log, _only("gpu.xid"), "gpu.xid"),
+    "ibstat": IB_STAT,
+    "ibv_devinfo": IBV_DEVINFO,
+    "ib_write_bw": Route(
+        "ib_write_bw",
+        lambda text: {"rate_gbps": 100},
+        _perftest,
+        lambda check: check.removesuffix(".mlx5_0"),
+        "ib.write_bw",
+    ),
+    "nccl_all_reduce_perf": Route(
+        "nccl", _nccl_expected, _nccl, lambda check: check.replace("nccl.run.", "nccl.", 1), "nccl.output"
+    ),
+    "ibnetdiscover_iblinkinfo": Route(
+        "ibnetdiscover",
+        lambda text: judges.plan_expectation(CABLING_PLAN)[0],
+        _cabling,
+        _same,
+        "cabling.output",
+    ),
+}
+# Outputs no node module reads yet: the controller judges them alone.
+NO_MODULE = {"dcgmi_diag": "no module runs dcgmi diag"}
+
+ALL = [(folder, path) for folder in sorted(ROUTES) for path in samples.fixture_files(folder)]
+
+
+def test_every_recorded_output_kind_has_both_paths():
+    folders = {p.name for p in samples.FIXTURES.iterdir() if p.is_dir()}
+    assert folders == set(ROUTES) | set(NO_MODULE)
+    assert len(ALL) >= 35
+
+
+def controller(route: Route, text: str, expected: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """The controller's checks by name, or None when it rejects the output."""
+    try:
+        return {r.check: r.as_dict() for r in judges.judge_text(route.kind, text, expected)}
+    except UsageError:
+        return None
+
+
+def node_module(route: Route, outcome: Outcome) -> dict[str, dict[str, Any]]:
+    mapped = {route.name(check["check"]): check for check in outcome.result["checks"]}
+    mapped.pop(None, None)
+    return mapped
+
+
+@pytest.mark.parametrize("folder,path", ALL, ids=[f"{f}/{p.name}" for f, p in ALL])
+def test_module_and_controller_agree(folder: str, path: Path, node, run, gpu_pci, tmp_path):
+    route = ROUTES[folder]
+    text = samples.read(path)
+    expected = route.expected(text)
+    name, args = route.module(node, Setup(str(gpu_pci), tmp_path), text, expected)
+    outcome = run(name, args)
+    by_module = node_module(route, outcome)
+    by_controller = controller(route, text, expected)
+
+    if by_controller is None:
+        check = by_module.get(route.rejected)
+        assert check is not None and check["status"] == "fail", (
+            f"the controller rejects {path.name}; the module: {check}"
+        )
+        return
+    assert set(by_module) == set(by_controller), "the paths judge different checks"
+    for check, theirs in by_controller.items():
+        ours = by_module[check]
+        assert ours["status"] == theirs["status"], f"{check}: module {ours}, controller {theirs}"
+        if ours["measured"] is not None and theirs["measured"] is not None:
+            assert ours["measured"] == theirs["measured"], f"{check}: measured differently"
+        assert ours["expected"] == theirs["expected"], f"{check}: judged against different expectations"
+    if route.name is _same:
+        assert outcome.result["status"] == judges.overall(list(judges.judge_text(route.kind, text, expected)))

@@ -1,0 +1,59 @@
+"""Every role's public interface agrees with itself: defaults, argument_specs, README."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.paths import PROJECT
+
+ROLES = sorted(p for p in (PROJECT / "roles").iterdir() if p.is_dir())
+
+
+def _load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text()) or {}
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+def test_defaults_match_argument_specs(role):
+    defaults = _load(role / "defaults" / "main.yml")
+    options = _load(role / "meta" / "argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert set(defaults) == set(options)
+    for name, option in options.items():
+        assert option.get("default") == defaults[name], name
+        assert option.get("description"), f"{name} has no description"
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+def test_every_variable_carries_the_role_prefix(role):
+    defaults = _load(role / "defaults" / "main.yml")
+    assert all(name.startswith(f"{role.name}_") for name in defaults)
+    for vars_file in (role / "vars").glob("*.yml"):
+        assert all(name.startswith(f"__{role.name}_") for name in _load(vars_file)), vars_file
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+def test_readme_lists_exactly_the_public_variables(role):
+    defaults = _load(role / "defaults" / "main.yml")
+    readme = (role / "README.md").read_text()
+    listed = re.findall(r"^\| `([a-z0-9_]+)` \|", readme, flags=re.MULTILINE)
+    assert sorted(listed) == sorted(defaults)
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+def test_os_data_reaches_tasks_only_through_public_defaults(role):
+    """vars/<OS>.yml holds __ names; tasks, handlers and templates read the overridable default.
+    vars/main.yml holds the role's internal constants (not OS data, not meant to be overridden)."""
+    defaults_text = (role / "defaults" / "main.yml").read_text()
+    os_files = [p for p in (role / "vars").glob("*.yml") if p.name != "main.yml"]
+    os_names = {name for vars_file in os_files for name in _load(vars_file)}
+    users = [p for d in ("tasks", "handlers", "templates") for p in (role / d).glob("*") if p.is_file()]
+    for name in sorted(os_names):
+        assert re.search(rf"^{role.name}_[a-z0-9_]+: .*\b{name}\b", defaults_text, flags=re.MULTILINE), (
+            f"{name} has no public default in defaults/main.yml"
+        )
+        direct = [str(p.relative_to(role)) for p in users if re.search(rf"\b{name}\b", p.read_text())]
+        assert direct == [], f"{name} used directly instead of its public default"
