@@ -17,6 +17,18 @@ CLUSTERFORGE = [sys.executable, "-m", "clusterforge.cli"]
 TEST_LAB = "cftest"
 
 
+def local_inventory(tmp: Path, hosts: dict[str, str]) -> Path:
+    """An INI inventory of hosts reached with the local connection, as this Python, without become.
+    hosts: name -> the host's extra inventory variables ("key=value ...")."""
+    path = tmp / "hosts.ini"
+    lines = [
+        f"{host} ansible_connection=local ansible_python_interpreter={sys.executable} ansible_become=false {extra}"
+        for host, extra in hosts.items()
+    ]
+    path.write_text("[all]\n" + "\n".join(lines) + "\n")
+    return path
+
+
 def clusterforge(*args: str, check: bool = True, env: dict | None = None):
     done = subprocess.run(
         [*CLUSTERFORGE, *args],

@@ -5,25 +5,17 @@ $FAKE_KUBE_LOG, one JSON list a line. Output as kubectl prints it."""
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import sys
-from pathlib import Path
+
+from fake_state import serve  # the script's own folder is on sys.path
 
 
 def main(argv: list[str]) -> int:
-    # Ansible runs the hosts in parallel: one call at a time reads and writes the state file.
-    with Path(os.environ["FAKE_KUBE_STATE"] + ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return locked(argv)
+    return serve(argv, "FAKE_KUBE_STATE", "FAKE_KUBE_LOG", handle)
 
 
-def locked(argv: list[str]) -> int:
-    state_file = Path(os.environ["FAKE_KUBE_STATE"])
-    with Path(os.environ["FAKE_KUBE_LOG"]).open("a") as log:
-        log.write(json.dumps(argv) + "\n")
-    nodes = json.loads(state_file.read_text())
+def handle(nodes: dict, argv: list[str]) -> int:
     words = [arg for arg in argv if not arg.startswith("-")]
     verb, name = words[0], words[-1] if words[0] in ("drain", "uncordon") else words[2]
     node = nodes.get(name)
@@ -46,7 +38,6 @@ def locked(argv: list[str]) -> int:
     elif verb == "uncordon":
         print(f"node/{name} {'uncordoned' if node['unschedulable'] else 'already uncordoned'}")
         node["unschedulable"] = False
-    state_file.write_text(json.dumps(nodes))
     return 0
 
 

@@ -6,33 +6,23 @@ A node's "jobs" counts the `show node` calls it stays busy for: MIXED, and MIXED
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
 import sys
-from pathlib import Path
+
+from fake_state import serve  # the script's own folder is on sys.path
 
 
 def main(argv: list[str]) -> int:
-    # Ansible runs the hosts in parallel: one call at a time reads and writes the state file.
-    with Path(os.environ["FAKE_SLURM_STATE"] + ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return locked(argv)
+    return serve(argv, "FAKE_SLURM_STATE", "FAKE_SLURM_LOG", handle)
 
 
-def locked(argv: list[str]) -> int:
-    state_file = Path(os.environ["FAKE_SLURM_STATE"])
-    with Path(os.environ["FAKE_SLURM_LOG"]).open("a") as log:
-        log.write(json.dumps(argv) + "\n")
-    nodes = json.loads(state_file.read_text())
+def handle(nodes: dict, argv: list[str]) -> int | None:
     if argv[:2] == ["show", "node"]:
         code = show(nodes, argv[2])
     elif argv[0] == "update":
         code = update(nodes, dict(arg.split("=", 1) for arg in argv[1:]))
     else:
         print(f"fake scontrol: unsupported {argv}", file=sys.stderr)
-        return 2
-    state_file.write_text(json.dumps(nodes))
+        return None
     return code
 
 

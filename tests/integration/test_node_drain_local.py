@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.conftest import local_inventory
+
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]
 BIN = Path(sys.executable).parent
@@ -60,17 +62,6 @@ def fake_tools(tmp: Path, nodes: dict, kube_nodes: dict | None = None) -> dict:
         "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
         "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(tmp / "facts"),
     }
-
-
-def local_inventory(tmp: Path, hosts: dict[str, str]) -> Path:
-    """hosts: name -> extra inventory variables of the host ("key=value ...")."""
-    path = tmp / "hosts.ini"
-    lines = [
-        f"{host} ansible_connection=local ansible_python_interpreter={sys.executable} ansible_become=false {extra}"
-        for host, extra in hosts.items()
-    ]
-    path.write_text("[all]\n" + "\n".join(lines) + "\n")
-    return path
 
 
 def play(tmp: Path, env: dict, inventory: Path, playbook: Path, *extra: str) -> dict:

@@ -12,12 +12,12 @@ import shutil
 
 import pytest
 
+from tests.integration.conftest import local_inventory
 from tests.integration.test_node_drain_local import (
     ADMIN,
     OURS,
     PROJECT,
     fake_tools,
-    local_inventory,
     play,
     task_results,
     updates,

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge import errors
+from tests.integration.conftest import local_inventory
 
 PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "outcomes.yml"
 SECRET = "s3cr3t-value-4711"
@@ -27,13 +28,7 @@ def env(tmp_path) -> dict:
 
 
 def inventory(tmp_path, **outcomes: str) -> Path:
-    path = tmp_path / "hosts.ini"
-    lines = [
-        f"{host} ansible_connection=local ansible_python_interpreter={sys.executable} outcome={outcome}"
-        for host, outcome in outcomes.items()
-    ]
-    path.write_text("[all]\n" + "\n".join(lines) + "\n")
-    return path
+    return local_inventory(tmp_path, {host: f"outcome={outcome}" for host, outcome in outcomes.items()})
 
 
 def run(env, *args: str) -> subprocess.CompletedProcess:

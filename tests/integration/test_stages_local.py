@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from clusterforge import stages
+from tests.integration.conftest import local_inventory
 from tests.paths import PROJECT
 
 GATE_PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "stage_gate.yml"
@@ -23,13 +24,7 @@ CHOICES = ("slurm", "kubernetes", "both", "none", "unset")
 
 
 def inventory(tmp_path: Path, **host_vars: str) -> Path:
-    path = tmp_path / "hosts.ini"
-    lines = [
-        f"{host} ansible_connection=local ansible_python_interpreter={sys.executable} ansible_become=false {extra}"
-        for host, extra in host_vars.items()
-    ]
-    path.write_text("[all]\n" + "\n".join(lines) + "\n")
-    return path
+    return local_inventory(tmp_path, host_vars)
 
 
 def playbook(tmp_path: Path, path: Path, inventory_path: Path, *extra: str) -> subprocess.CompletedProcess:

@@ -3,14 +3,13 @@ node-type variables, the topology filter and the validation plan all give back u
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from clusterforge.topology import NodeExpectations, load
 from clusterforge.topology.expectations import VARIABLE_PREFIX
 from clusterforge.topology.inventory import build
 from tests.paths import PROJECT
+from tests.paths import filters as filters_of
 
 EXAMPLES = PROJECT / "inventories" / "examples"
 LAB = PROJECT / "inventories" / "lab" / "lab.topology.yml"
@@ -19,12 +18,7 @@ SUPERPOD_HCAS = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "ml
 
 
 def topology_filter():
-    spec = importlib.util.spec_from_file_location(
-        "clusterforge_topology_filter", PROJECT / "plugins/filter/topology.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.FilterModule().filters()["clusterforge_topology_host"]
+    return filters_of("plugins/filter/topology.py")["clusterforge_topology_host"]
 
 
 def test_superpod_dgx_h100():

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
 from clusterforge.validation import report
 from clusterforge.validation.host_verdict import host_verdict, record_status, verdicts
-from tests.paths import PROJECT
-
-FILTER = PROJECT / "plugins" / "filter" / "validation.py"
+from tests.paths import filters as filters_of
 
 
 def check(status: str, name: str = "x") -> dict:
@@ -28,10 +25,7 @@ def run_record(statuses: list[str], scope: str | None = None, msg: str = "a mess
 
 @pytest.fixture(scope="module")
 def filter_verdict():
-    spec = importlib.util.spec_from_file_location("clusterforge_validation_filter_verdict", FILTER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.FilterModule().filters()["clusterforge_validation_host_verdict"]
+    return filters_of("plugins/filter/validation.py")["clusterforge_validation_host_verdict"]
 
 
 def test_verdict_order_is_the_node_checks_own():

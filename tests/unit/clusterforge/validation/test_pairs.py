@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
 
 import pytest
@@ -13,10 +12,10 @@ from clusterforge.topology import load
 from clusterforge.validation import pairs as P
 from clusterforge.validation.plan import cabling_host, placements, validation_plan
 from tests.paths import PROJECT
+from tests.paths import filters as filters_of
 
 EXAMPLES = PROJECT / "inventories" / "examples"
 LAB = PROJECT / "inventories" / "lab" / "lab.topology.yml"
-FILTER = PROJECT / "plugins" / "filter" / "validation.py"
 
 
 def nodes(spec: dict[str, list[str]], pods: dict[str, int] | None = None) -> list[P.Placement]:
@@ -231,10 +230,7 @@ def test_lab_has_no_gpu_nodes_and_checks_cabling_from_the_head():
 
 @pytest.fixture(scope="module")
 def filters():
-    spec = importlib.util.spec_from_file_location("clusterforge_validation_filter", FILTER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.FilterModule().filters()
+    return filters_of("plugins/filter/validation.py")
 
 
 def test_filters_plan_and_cabling(filters):

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from tests.paths import PROJECT
-
-FILTER = PROJECT / "plugins" / "filter" / "node.py"
+from tests.paths import PROJECT, load_plugin
+from tests.paths import filters as filters_of
 
 
 @pytest.fixture(scope="module")
 def in_container():
-    spec = importlib.util.spec_from_file_location("clusterforge_node_filter", FILTER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.FilterModule().filters()["clusterforge_in_container"]
+    return filters_of("plugins/filter/node.py")["clusterforge_in_container"]
 
 
 def _facts(vtype, role, guest=None, host=None):
@@ -77,7 +71,5 @@ def test_roles_leave_container_detection_to_the_filter():
 
 
 def test_documentation_names_the_filter():
-    spec = importlib.util.spec_from_file_location("clusterforge_node_filter_doc", FILTER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_plugin("plugins/filter/node.py")
     assert yaml.safe_load(module.DOCUMENTATION)["name"] == "clusterforge_in_container"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from tests.paths import PROJECT
+from tests.paths import filters as filters_of
 
 EXAMPLES = PROJECT / "inventories" / "examples"
 SUPERPOD = str(EXAMPLES / "h100-superpod.topology.yml")
@@ -18,12 +18,7 @@ RAIL_ORDER = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_
 
 @pytest.fixture(scope="module")
 def topology_host():
-    spec = importlib.util.spec_from_file_location(
-        "clusterforge_topology_filter", PROJECT / "plugins/filter/topology.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.FilterModule().filters()["clusterforge_topology_host"]
+    return filters_of("plugins/filter/topology.py")["clusterforge_topology_host"]
 
 
 def test_a_dgx_in_the_last_unit(topology_host):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import pytest
@@ -11,7 +10,7 @@ import yaml
 from clusterforge.topology import groups, load
 from clusterforge.topology.expectations import VARIABLE_PREFIX
 from clusterforge.topology.inventory import build
-from tests.paths import PROJECT
+from tests.paths import PROJECT, load_plugin
 
 SUPERPOD = PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml"
 CODE = re.compile(r"C\(([a-z0-9_]+)\)")
@@ -19,11 +18,7 @@ CODE = re.compile(r"C\(([a-z0-9_]+)\)")
 
 @pytest.fixture(scope="module")
 def description() -> list[str]:
-    spec = importlib.util.spec_from_file_location(
-        "clusterforge_topology_inventory", PROJECT / "plugins/inventory/topology.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_plugin("plugins/inventory/topology.py")
     return [" ".join(item.split()) for item in yaml.safe_load(module.DOCUMENTATION)["description"]]
 
 
