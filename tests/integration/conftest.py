@@ -29,6 +29,19 @@ def local_inventory(tmp: Path, hosts: dict[str, str]) -> Path:
     return path
 
 
+def ansible_playbook(inventory: Path, playbook: Path, *extra: str, env: dict) -> subprocess.CompletedProcess:
+    """ansible-playbook of this Python's environment, run from the project (its ansible.cfg)."""
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), str(playbook), *extra],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+
+
 def clusterforge(*args: str, check: bool = True, env: dict | None = None):
     done = subprocess.run(
         [*CLUSTERFORGE, *args],

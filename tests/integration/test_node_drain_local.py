@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import local_inventory
+from tests.integration.conftest import ansible_playbook, local_inventory
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]
-BIN = Path(sys.executable).parent
 OURS = "clusterforge rolling update"  # node_drain_reason's default
 ADMIN = "admin: bad dimm"
 
@@ -66,15 +64,7 @@ def fake_tools(tmp: Path, nodes: dict, kube_nodes: dict | None = None) -> dict:
 
 def play(tmp: Path, env: dict, inventory: Path, playbook: Path, *extra: str) -> dict:
     """Runs the playbook; its json report, the fake schedulers' node states and the calls they got."""
-    done = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook), *extra],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=300,
-    )
+    done = ansible_playbook(inventory, playbook, *extra, env=env)
     calls = [json.loads(line) for line in (tmp / "calls.log").read_text().splitlines()]
     return {
         "rc": done.returncode,

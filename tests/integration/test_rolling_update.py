@@ -76,7 +76,21 @@ def test_the_roll_drains_a_slurm_node_and_waits_for_its_job(lab, docker_client):
     job = _slurm(docker_client, ["sbatch", "--parsable", "--wrap", "sleep 20"]).strip()
     _wait_for(lambda: "RUNNING" in _slurm(docker_client, ["scontrol", "show", "job", job]))
     started = time.monotonic()
-    done = clusterforge(
+    done = _roll_node01(lab)
+    assert done.returncode == errors.EXIT_OK, done.stdout[-3000:] + done.stderr
+    assert time.monotonic() - started >= 10, "the roll must wait for the running job"
+    assert "JobState=COMPLETED" in _slurm(docker_client, ["scontrol", "show", "job", job])
+    node = _slurm(docker_client, ["scontrol", "show", "node", "node01"])
+    assert "DRAIN" not in node.split("State=", 1)[1].split()[0], node
+    # slurmd may be marked NOT_RESPONDING for a ping interval on a busy machine; it must come back idle.
+    _wait_for(lambda: "State=IDLE " in _slurm(docker_client, ["scontrol", "show", "node", "node01"]), timeout=120)
+    events = _events(lab, "Mark the node for draining in Slurm")
+    assert [e["event"] for e in events] == ["runner_on_ok"] and events[0]["event_data"]["res"]["changed"]
+
+
+def _roll_node01(lab):
+    """The base stage rolled over node01 alone, draining it from Slurm."""
+    return clusterforge(
         "run",
         "rolling-update",
         "-i",
@@ -91,15 +105,6 @@ def test_the_roll_drains_a_slurm_node_and_waits_for_its_job(lab, docker_client):
         env=lab["env"],
         check=False,
     )
-    assert done.returncode == errors.EXIT_OK, done.stdout[-3000:] + done.stderr
-    assert time.monotonic() - started >= 10, "the roll must wait for the running job"
-    assert "JobState=COMPLETED" in _slurm(docker_client, ["scontrol", "show", "job", job])
-    node = _slurm(docker_client, ["scontrol", "show", "node", "node01"])
-    assert "DRAIN" not in node.split("State=", 1)[1].split()[0], node
-    # slurmd may be marked NOT_RESPONDING for a ping interval on a busy machine; it must come back idle.
-    _wait_for(lambda: "State=IDLE " in _slurm(docker_client, ["scontrol", "show", "node", "node01"]), timeout=120)
-    events = _events(lab, "Mark the node for draining in Slurm")
-    assert [e["event"] for e in events] == ["runner_on_ok"] and events[0]["event_data"]["res"]["changed"]
 
 
 def test_the_roll_leaves_an_administrators_drain_in_place(lab, docker_client):
@@ -107,21 +112,7 @@ def test_the_roll_leaves_an_administrators_drain_in_place(lab, docker_client):
     stays drained with their reason; node_drain neither drains it again nor resumes it."""
     _slurm(docker_client, ["scontrol", "update", "nodename=node01", "state=drain", "reason=admin: bad dimm"])
     try:
-        done = clusterforge(
-            "run",
-            "rolling-update",
-            "-i",
-            str(lab["inventory"]),
-            "--stage",
-            "base",
-            "--limit",
-            "node01",
-            "-e",
-            "node_drain_slurm=true",
-            "--json",
-            env=lab["env"],
-            check=False,
-        )
+        done = _roll_node01(lab)
         assert done.returncode == errors.EXIT_OK, done.stdout[-3000:] + done.stderr
         node = _slurm(docker_client, ["scontrol", "show", "node", "node01"])
         assert "DRAIN" in node.split("State=", 1)[1].split()[0], node

@@ -7,18 +7,16 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from clusterforge import stages
-from tests.integration.conftest import local_inventory
+from tests.integration.conftest import ansible_playbook, local_inventory
 from tests.paths import PROJECT
 
 GATE_PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "stage_gate.yml"
-BIN = Path(sys.executable).parent
 # One host per value of clusterforge_orchestrator; `unset` takes the registry's default.
 CHOICES = ("slurm", "kubernetes", "both", "none", "unset")
 
@@ -35,15 +33,7 @@ def playbook(tmp_path: Path, path: Path, inventory_path: Path, *extra: str) -> s
         "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(tmp_path / "facts"),
         "ANSIBLE_NOCOLOR": "1",
     }
-    return subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(inventory_path), str(path), *extra],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=300,
-    )
+    return ansible_playbook(inventory_path, path, *extra, env=env)
 
 
 @pytest.fixture
