@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,8 @@ enable_plugins = topology, host_list, script, auto, yaml, ini, toml
 """
 
 
-def run_site(config: Path, inventory: Path) -> tuple[float, float]:
+def run_site(config: Path, inventory: Path, idempotent: bool = True) -> tuple[float, float]:
+    """Wall and controller CPU seconds of one site.yml run; a re-run (idempotent) must change nothing."""
     env = {**os.environ, "ANSIBLE_CONFIG": str(config)}
     start = time.perf_counter()
     process = subprocess.Popen(
@@ -49,7 +51,7 @@ def run_site(config: Path, inventory: Path) -> tuple[float, float]:
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"site.yml failed with {config}:\n{output[-3000:]}")
-    if "changed=0" not in output or any(f"changed={n}" in output for n in range(1, 100)):
+    if idempotent and ("changed=0" not in output or re.search(r"changed=[1-9]", output)):
         raise SystemExit(f"the re-run with {config} changed something: not idempotent\n{output[-2000:]}")
     return wall, usage.ru_utime + usage.ru_stime
 
