@@ -244,11 +244,11 @@ def build(
     arch = arch or _run(["dpkg", "--print-architecture"]).stdout.strip()
     gnupghome = gnupghome or root.parent / f"{root.name}-gnupg"
     root.mkdir(parents=True, exist_ok=True)
-    fingerprint = generate_key(gnupghome)
     layout = repos(suite, arch)
     for name in extra_debs or {}:
         if name not in layout:
             raise ValueError(f"unknown repository {name!r}: expected one of {', '.join(layout)}")
+    fingerprint = generate_key(gnupghome)
     debs: dict[str, list[Path]] = {name: [] for name in layout}
     for repo in layout.values():
         shutil.rmtree(root / repo.path, ignore_errors=True)
