@@ -22,6 +22,9 @@ class Stage:
     hosts: str
     roles: tuple[str, ...]
     orchestrator: str | None
+    # A variable naming, per host, which of the roles that host gets (an engine choice, GPUs);
+    # None: every host of the stage gets every role.
+    host_roles: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ def _stage(entry: dict) -> Stage:
         hosts=str(entry["hosts"]),
         roles=tuple(entry["roles"]),
         orchestrator=entry["orchestrator"],
+        host_roles=entry.get("host_roles"),
     )
     if stage.orchestrator not in (None, *ORCHESTRATORS):
         raise ValueError(

@@ -36,6 +36,7 @@ def _gate_stage(play: dict) -> str | None:
 def test_the_loader_reads_every_entry_of_the_file():
     assert [
         {"name": s.name, "hosts": s.hosts, "roles": list(s.roles), "orchestrator": s.orchestrator}
+        | ({"host_roles": s.host_roles} if s.host_roles else {})
         for s in REGISTRY.stages
     ] == RAW["clusterforge_stages"]
     assert REGISTRY.orchestrator_choices == {k: tuple(v) for k, v in RAW["clusterforge_orchestrator_choices"].items()}
@@ -59,6 +60,20 @@ def test_each_stage_playbook_applies_exactly_its_roles_on_its_hosts(stage):
     plays = _plays(PROJECT / "playbooks" / f"{stage.name}.yml")
     assert [role for play in plays for role in _roles(play)] == list(stage.roles)
     assert {play["hosts"] for play in plays} == {stage.hosts}
+
+
+@pytest.mark.parametrize("stage", [s for s in REGISTRY.stages if s.host_roles], ids=lambda s: s.name)
+def test_a_stage_with_host_roles_applies_each_role_only_where_that_variable_lists_it(stage):
+    """The stage playbook and rolling_update.yml read the same variable, from a vars file both load."""
+    plays = _plays(PROJECT / "playbooks" / f"{stage.name}.yml")
+    for play in plays:
+        for entry in play["roles"]:
+            assert entry["when"] == f"'{entry['role']}' in {stage.host_roles}", entry
+    rolling = _plays(PROJECT / "playbooks" / "rolling_update.yml")[0]
+    defining = [
+        f for f in plays[0]["vars_files"] if stage.host_roles in yaml.safe_load((PROJECT / "playbooks" / f).read_text())
+    ]
+    assert defining and set(defining) <= set(rolling["vars_files"])
 
 
 @pytest.mark.parametrize("stage", REGISTRY.stages, ids=lambda s: s.name)
@@ -87,12 +102,14 @@ def test_rollable_stages_are_those_with_roles():
 
 def test_an_unknown_stage_is_a_clear_error():
     with pytest.raises(
-        UsageError, match=r"unknown stage 'gpux' for a rolling update: expected one of base \(the stages with roles\)$"
+        UsageError,
+        match=rf"unknown stage 'gpux' for a rolling update: expected one of {', '.join(REGISTRY.rollable)} "
+        r"\(the stages with roles\)$",
     ):
         REGISTRY.rollable_stage("gpux")
     with pytest.raises(UsageError, match=r"unknown stage 'preflight' for a rolling update"):
         REGISTRY.rollable_stage("preflight")  # a stage, but one without roles to roll
-    with pytest.raises(UsageError, match=r"unknown stage 'gpux': expected one of preflight, base, validate$"):
+    with pytest.raises(UsageError, match=rf"unknown stage 'gpux': expected one of {', '.join(REGISTRY.names)}$"):
         REGISTRY.stage("gpux")
 
 
@@ -109,7 +126,7 @@ def test_an_unknown_rolling_stage_is_refused_before_running(tmp_path, capsys, st
     inventory.write_text("[all]\nlocal ansible_connection=local\n")
     code = cli.main(["run", "rolling-update", "-i", str(inventory), "--stage", "gpux"])
     assert code == 4
-    assert "unknown stage 'gpux' for a rolling update: expected one of base" in " ".join(
+    assert f"unknown stage 'gpux' for a rolling update: expected one of {', '.join(REGISTRY.rollable)}" in " ".join(
         capsys.readouterr().err.split()
     )
     assert not (state_dir / "runs").exists(), "nothing may run"

@@ -1,0 +1,363 @@
+"""The lab's signed package mirror: a local apt repository laid out like the vendors' repositories.
+
+Role tests that install from a vendor repository (Docker's docker-ce, NVIDIA's
+libnvidia-container) cannot reach it, so they install from this mirror instead. It is signed with
+a throw-away GPG key made when it is built, so the roles' key handling (keyring under
+/etc/apt/keyrings, fingerprint check, ``signed-by``) is exercised for real, and apt verifies
+every index it reads.
+
+Two repositories, in the vendors' layouts:
+
+- ``docker/linux/debian``: Docker's ``https://download.docker.com/linux/debian <suite> stable``
+  (``dists/<suite>/stable/binary-<arch>/Packages``), key at ``docker/linux/debian/gpg``.
+- ``libnvidia-container/stable/deb/<arch>``: NVIDIA's flat repository
+  ``https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /``, key at
+  ``libnvidia-container/gpgkey``.
+
+The vendor packages are stand-ins: built here with dpkg-deb, named and versioned like the
+vendor's, with "clusterforge test stand-in" in their Description, and installing nothing but a
+marker file under /usr/share/clusterforge-standin/. Two versions of each vendor package are in the
+mirror so that version pins and holds can be tested. Real .deb files (for example from
+``apt-get download``) can be added to either repository with ``--deb``.
+
+This file uses only the standard library plus ``dpkg-deb`` and ``gpg`` (both on every Debian
+node), so a test copies it onto the node and runs it there::
+
+    python3 mirror.py build --root /srv/mirror [--suite trixie] [--deb docker=/tmp/x.deb]
+    python3 mirror.py serve --root /srv/mirror --port 8080
+
+``build`` prints the manifest (also written to ``<root>/mirror.json``): the key's fingerprint
+and, per repository, its path, key path and the packages in it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from email.utils import formatdate
+from pathlib import Path
+
+STANDIN_MARKER_DIR = "usr/share/clusterforge-standin"
+STANDIN_LABEL = "clusterforge test stand-in"
+KEY_UID = "clusterforge lab mirror (throw-away test key) <lab-mirror@clusterforge.invalid>"
+
+DOCKER = "docker"
+NVIDIA = "libnvidia-container"
+
+
+@dataclass(frozen=True)
+class StandIn:
+    repo: str
+    name: str
+    version: str
+    depends: str = ""
+
+
+def _docker_standins(suite: str) -> list[StandIn]:
+    out = []
+    for engine in ("28.5.1", "28.5.2"):
+        version = f"5:{engine}-1~debian.13~{suite}"
+        out.append(StandIn(DOCKER, "docker-ce-cli", version))
+        out.append(StandIn(DOCKER, "docker-ce", version, "docker-ce-cli, containerd.io (>= 1.7.27)"))
+    out += [StandIn(DOCKER, "containerd.io", f"{v}-1~debian.13~{suite}") for v in ("1.7.28", "1.7.29")]
+    return out
+
+
+def _nvidia_standins() -> list[StandIn]:
+    out = []
+    for version in ("1.17.8-1", "1.17.9-1"):
+        out += [
+            StandIn(NVIDIA, "libnvidia-container1", version),
+            StandIn(NVIDIA, "libnvidia-container-tools", version, f"libnvidia-container1 (>= {version})"),
+            StandIn(NVIDIA, "nvidia-container-toolkit-base", version),
+            StandIn(
+                NVIDIA,
+                "nvidia-container-toolkit",
+                version,
+                f"nvidia-container-toolkit-base (= {version}), libnvidia-container-tools (>= {version}),"
+                " libnvidia-container-tools (<< 2.0.0)",
+            ),
+        ]
+    return out
+
+
+def default_standins(suite: str = "trixie") -> list[StandIn]:
+    """Every stand-in package the mirror carries: two versions of each vendor package."""
+    return _docker_standins(suite) + _nvidia_standins()
+
+
+@dataclass
+class Repo:
+    """One repository of the mirror: where it lives under the root and how apt reads it."""
+
+    name: str
+    path: str  # the repository's base URL path under the mirror root
+    key_path: str  # where the vendor publishes its armored key, under the mirror root
+    flat: bool
+    suite: str = ""
+    component: str = ""
+    packages: list[dict[str, str]] = field(default_factory=list)
+
+    def pool(self, root: Path) -> Path:
+        return root / self.path / ("." if self.flat else f"pool/{self.component}")
+
+
+def repos(suite: str, arch: str) -> dict[str, Repo]:
+    return {
+        DOCKER: Repo(DOCKER, "docker/linux/debian", "docker/linux/debian/gpg", False, suite, "stable"),
+        NVIDIA: Repo(NVIDIA, f"libnvidia-container/stable/deb/{arch}", "libnvidia-container/gpgkey", True),
+    }
+
+
+def _run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, check=True, capture_output=True, text=True, **kwargs)
+
+
+def deb_filename(name: str, version: str, arch: str) -> str:
+    """Debian's pool file name: the epoch is not part of it."""
+    return f"{name}_{version.split(':', 1)[-1]}_{arch}.deb"
+
+
+def build_standin(pkg: StandIn, arch: str, out_dir: Path) -> Path:
+    """A .deb named and versioned like the vendor's that installs only a marker file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp)
+        marker = tree / STANDIN_MARKER_DIR / pkg.name
+        marker.parent.mkdir(parents=True)
+        marker.write_text(
+            f"{STANDIN_LABEL}: {pkg.name} {pkg.version}\n"
+            "Not the vendor's software: it carries the vendor's name and version so that\n"
+            "clusterforge's role tests can exercise repository, pin and hold handling offline.\n"
+        )
+        control = {
+            "Package": pkg.name,
+            "Version": pkg.version,
+            "Architecture": arch,
+            "Maintainer": "clusterforge <lab-mirror@clusterforge.invalid>",
+            "Section": "misc",
+            "Priority": "optional",
+        }
+        if pkg.depends:
+            control["Depends"] = pkg.depends
+        lines = [f"{key}: {value}" for key, value in control.items()]
+        lines += [
+            f"Description: {STANDIN_LABEL} for {pkg.name} {pkg.version}",
+            f" {STANDIN_LABEL}: installs only /{STANDIN_MARKER_DIR}/{pkg.name}.",
+        ]
+        (tree / "DEBIAN").mkdir()
+        (tree / "DEBIAN" / "control").write_text("\n".join(lines) + "\n")
+        out = out_dir / deb_filename(pkg.name, pkg.version, arch)
+        _run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(tree), str(out)])
+    return out
+
+
+def package_stanza(deb: Path, filename: str) -> str:
+    """The deb's Packages entry: its control fields plus where it is and its checksums."""
+    control = _run(["dpkg-deb", "--field", str(deb)]).stdout.rstrip("\n")
+    data = deb.read_bytes()
+    return (
+        f"{control}\nFilename: {filename}\nSize: {len(data)}\n"
+        f"MD5sum: {hashlib.md5(data).hexdigest()}\nSHA256: {hashlib.sha256(data).hexdigest()}\n"
+    )
+
+
+def write_packages(directory: Path, stanzas: list[str]) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(stanzas).encode()
+    plain = directory / "Packages"
+    plain.write_bytes(text)
+    packed = directory / "Packages.gz"
+    packed.write_bytes(gzip.compress(text, mtime=0))
+    return [plain, packed]
+
+
+def release_text(fields: dict[str, str], base: Path, files: list[Path]) -> str:
+    """A Release file: the fields, then size and checksums of each index relative to `base`."""
+    lines = [f"{key}: {value}" for key, value in fields.items() if value]
+    for algorithm, label in (("md5", "MD5Sum"), ("sha256", "SHA256")):
+        lines.append(f"{label}:")
+        for path in files:
+            data = path.read_bytes()
+            digest = hashlib.new(algorithm, data).hexdigest()
+            lines.append(f" {digest} {len(data):>16} {path.relative_to(base).as_posix()}")
+    return "\n".join(lines) + "\n"
+
+
+def _gpg(gnupghome: Path, *args: str) -> subprocess.CompletedProcess:
+    return _run(["gpg", "--homedir", str(gnupghome), "--batch", "--no-tty", *args])
+
+
+def generate_key(gnupghome: Path) -> str:
+    """A new passphrase-less signing key in a fresh `gnupghome`; returns its fingerprint."""
+    stop_agent(gnupghome)
+    shutil.rmtree(gnupghome, ignore_errors=True)
+    gnupghome.mkdir(parents=True)
+    gnupghome.chmod(0o700)
+    _gpg(
+        gnupghome,
+        "--passphrase",
+        "",
+        "--pinentry-mode",
+        "loopback",
+        "--quick-gen-key",
+        KEY_UID,
+        "ed25519",
+        "sign",
+        "30d",
+    )
+    colons = _gpg(gnupghome, "--with-colons", "--list-secret-keys", KEY_UID).stdout
+    return next(line.split(":")[9] for line in colons.splitlines() if line.startswith("fpr:"))
+
+
+def stop_agent(gnupghome: Path) -> None:
+    """gpg starts an agent per home directory; leave none behind."""
+    if gnupghome.is_dir():
+        subprocess.run(
+            ["gpgconf", "--homedir", str(gnupghome), "--kill", "gpg-agent"], check=False, capture_output=True
+        )
+
+
+def sign_release(gnupghome: Path, fingerprint: str, release: Path) -> None:
+    """InRelease (clear-signed) and Release.gpg (detached), as apt reads either."""
+    base = ["--yes", "--local-user", fingerprint, "--digest-algo", "SHA512"]
+    _gpg(gnupghome, *base, "--clearsign", "--output", str(release.with_name("InRelease")), str(release))
+    _gpg(gnupghome, *base, "--armor", "--detach-sign", "--output", str(release.with_name("Release.gpg")), str(release))
+
+
+def build(
+    root: Path,
+    gnupghome: Path | None = None,
+    suite: str = "trixie",
+    arch: str | None = None,
+    extra_debs: dict[str, list[Path]] | None = None,
+    standins: list[StandIn] | None = None,
+) -> dict:
+    """Build (or rebuild) the whole mirror under `root`; returns the manifest."""
+    arch = arch or _run(["dpkg", "--print-architecture"]).stdout.strip()
+    gnupghome = gnupghome or root.parent / f"{root.name}-gnupg"
+    root.mkdir(parents=True, exist_ok=True)
+    layout = repos(suite, arch)
+    for name in extra_debs or {}:
+        if name not in layout:
+            raise ValueError(f"unknown repository {name!r}: expected one of {', '.join(layout)}")
+    fingerprint = generate_key(gnupghome)
+    debs: dict[str, list[Path]] = {name: [] for name in layout}
+    for repo in layout.values():
+        shutil.rmtree(root / repo.path, ignore_errors=True)
+        repo.pool(root).mkdir(parents=True, exist_ok=True)
+    for pkg in default_standins(suite) if standins is None else standins:
+        debs[pkg.repo].append(build_standin(pkg, arch, layout[pkg.repo].pool(root)))
+    for name, paths in (extra_debs or {}).items():
+        for path in paths:
+            debs[name].append(Path(shutil.copy2(path, layout[name].pool(root))))
+
+    armored = _gpg(gnupghome, "--armor", "--export", fingerprint).stdout
+    date = formatdate(usegmt=True)
+    for repo in layout.values():
+        base = root / repo.path
+        (root / repo.key_path).write_text(armored)
+        stanzas = [package_stanza(deb, _pool_name(deb, base, repo.flat)) for deb in sorted(debs[repo.name])]
+        repo.packages = [_fields(stanza) for stanza in stanzas]
+        if repo.flat:
+            indexes = write_packages(base, stanzas)
+            fields = {"Origin": "clusterforge lab mirror", "Label": repo.name, "Date": date, "Architectures": arch}
+            release = base / "Release"
+            release.write_text(release_text(fields, base, indexes))
+        else:
+            dist = base / "dists" / repo.suite
+            indexes = write_packages(dist / repo.component / f"binary-{arch}", stanzas)
+            fields = {
+                "Origin": "clusterforge lab mirror",
+                "Label": repo.name,
+                "Suite": repo.suite,
+                "Codename": repo.suite,
+                "Date": date,
+                "Architectures": arch,
+                "Components": repo.component,
+            }
+            release = dist / "Release"
+            release.write_text(release_text(fields, dist, indexes))
+        sign_release(gnupghome, fingerprint, release)
+
+    manifest = {
+        "fingerprint": fingerprint,
+        "arch": arch,
+        "suite": suite,
+        "repos": {
+            repo.name: {
+                "path": repo.path,
+                "key": repo.key_path,
+                "flat": repo.flat,
+                "suite": repo.suite,
+                "component": repo.component,
+                "packages": [{k: p[k] for k in ("Package", "Version", "Filename")} for p in repo.packages],
+            }
+            for repo in layout.values()
+        },
+    }
+    stop_agent(gnupghome)
+    (root / "mirror.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def _pool_name(deb: Path, base: Path, flat: bool) -> str:
+    relative = deb.relative_to(base).as_posix()
+    return f"./{relative}" if flat else relative
+
+
+def _fields(stanza: str) -> dict[str, str]:
+    out = {}
+    for line in stanza.splitlines():
+        if line and not line.startswith(" ") and ":" in line:
+            key, value = line.split(":", 1)
+            out[key] = value.strip()
+    return out
+
+
+def serve(root: Path, port: int, bind: str) -> None:
+    os.execvp(
+        sys.executable, [sys.executable, "-m", "http.server", str(port), "--bind", bind, "--directory", str(root)]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Build or serve the lab's signed apt mirror.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="build the mirror (a new throw-away key each time)")
+    b.add_argument("--root", type=Path, required=True)
+    b.add_argument("--gnupghome", type=Path, help="where the throw-away key lives (default: <root>-gnupg)")
+    b.add_argument("--suite", default="trixie", help="Debian codename of Docker's suite (default trixie)")
+    b.add_argument("--arch", help="package architecture (default: dpkg --print-architecture)")
+    b.add_argument("--deb", action="append", default=[], metavar="REPO=PATH", help="add a real .deb to a repository")
+    s = sub.add_parser("serve", help="serve the mirror over HTTP (python3 -m http.server)")
+    s.add_argument("--root", type=Path, required=True)
+    s.add_argument("--port", type=int, default=8080)
+    s.add_argument("--bind", default="127.0.0.1")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        serve(args.root, args.port, args.bind)
+        return 0
+    extra: dict[str, list[Path]] = {}
+    for spec in args.deb:
+        name, _, path = spec.partition("=")
+        extra.setdefault(name, []).append(Path(path))
+    try:
+        manifest = build(args.root, args.gnupghome, args.suite, args.arch, extra)
+    except (ValueError, subprocess.CalledProcessError) as exc:
+        detail = getattr(exc, "stderr", "") or ""
+        print(f"mirror: {exc} {detail}".strip(), file=sys.stderr)
+        return 1
+    print(json.dumps(manifest, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

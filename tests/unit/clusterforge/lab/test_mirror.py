@@ -1,0 +1,104 @@
+"""The lab's signed apt mirror (clusterforge.lab.mirror): vendor layouts, signatures, stand-ins."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clusterforge.lab import mirror
+
+pytestmark = pytest.mark.skipif(
+    not all(shutil.which(tool) for tool in ("dpkg-deb", "gpg", "gpgv")),
+    reason="building the mirror needs dpkg-deb, gpg and gpgv (Debian's dpkg and gnupg)",
+)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mirror") / "root"
+    manifest = mirror.build(root, suite="trixie", arch="amd64")
+    return root, manifest
+
+
+def _keyring(root: Path, tmp_path: Path, key_path: str) -> Path:
+    keyring = tmp_path / "keyring.gpg"
+    armored = (root / key_path).read_bytes()
+    keyring.write_bytes(subprocess.run(["gpg", "--dearmor"], input=armored, capture_output=True, check=True).stdout)
+    return keyring
+
+
+def _stanzas(packages: Path) -> list[dict[str, str]]:
+    return [mirror._fields(block) for block in packages.read_text().split("\n\n") if block.strip()]
+
+
+def test_docker_repo_has_the_vendor_suite_layout_and_a_valid_inrelease(built, tmp_path):
+    root, manifest = built
+    dist = root / "docker/linux/debian/dists/trixie"
+    keyring = _keyring(root, tmp_path, manifest["repos"]["docker"]["key"])
+    subprocess.run(["gpgv", "--keyring", str(keyring), str(dist / "InRelease")], check=True, capture_output=True)
+    subprocess.run(
+        ["gpgv", "--keyring", str(keyring), str(dist / "Release.gpg"), str(dist / "Release")],
+        check=True,
+        capture_output=True,
+    )
+    release = (dist / "Release").read_text()
+    assert "Suite: trixie" in release and "Components: stable" in release
+    packages = dist / "stable/binary-amd64/Packages"
+    digest = hashlib.sha256(packages.read_bytes()).hexdigest()
+    assert f" {digest} " in release
+    assert gzip.decompress((dist / "stable/binary-amd64/Packages.gz").read_bytes()) == packages.read_bytes()
+
+
+def test_nvidia_repo_is_flat_and_signed(built, tmp_path):
+    root, manifest = built
+    base = root / "libnvidia-container/stable/deb/amd64"
+    keyring = _keyring(root, tmp_path, "libnvidia-container/gpgkey")
+    subprocess.run(["gpgv", "--keyring", str(keyring), str(base / "InRelease")], check=True, capture_output=True)
+    for stanza in _stanzas(base / "Packages"):
+        assert stanza["Filename"].startswith("./")
+        assert (base / stanza["Filename"]).is_file()
+    assert manifest["repos"]["libnvidia-container"]["flat"] is True
+
+
+def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
+    root, manifest = built
+    versions: dict[str, set[str]] = {}
+    for name, repo in manifest["repos"].items():
+        for stanza in _stanzas(next((root / repo["path"]).rglob("Packages"))):
+            assert mirror.STANDIN_LABEL in stanza["Description"], stanza["Package"]
+            versions.setdefault(stanza["Package"], set()).add(stanza["Version"])
+            deb = root / repo["path"] / stanza["Filename"]
+            files = subprocess.run(["dpkg-deb", "--contents", str(deb)], capture_output=True, text=True, check=True)
+            paths = [line.split()[-1] for line in files.stdout.splitlines() if not line.endswith("/")]
+            assert paths == [f"./{mirror.STANDIN_MARKER_DIR}/{stanza['Package']}"], name
+    assert versions["nvidia-container-toolkit"] == {"1.17.8-1", "1.17.9-1"}
+    assert versions["docker-ce"] == {"5:28.5.1-1~debian.13~trixie", "5:28.5.2-1~debian.13~trixie"}
+    assert set(versions) == {
+        "docker-ce",
+        "docker-ce-cli",
+        "containerd.io",
+        "nvidia-container-toolkit",
+        "nvidia-container-toolkit-base",
+        "libnvidia-container1",
+        "libnvidia-container-tools",
+    }
+
+
+def test_pool_file_names_drop_the_epoch():
+    assert mirror.deb_filename("docker-ce", "5:28.5.1-1~debian.13~trixie", "amd64") == (
+        "docker-ce_28.5.1-1~debian.13~trixie_amd64.deb"
+    )
+
+
+def test_a_real_deb_joins_a_repository_and_an_unknown_repository_is_refused(tmp_path):
+    real = mirror.build_standin(mirror.StandIn(mirror.DOCKER, "extra-tool", "1.0-1"), "amd64", tmp_path)
+    root = tmp_path / "root"
+    manifest = mirror.build(root, arch="amd64", standins=[], extra_debs={mirror.DOCKER: [real]})
+    assert [p["Package"] for p in manifest["repos"]["docker"]["packages"]] == ["extra-tool"]
+    with pytest.raises(ValueError, match="unknown repository 'nvidia'"):
+        mirror.build(tmp_path / "other", arch="amd64", extra_debs={"nvidia": [real]})
