@@ -95,7 +95,8 @@ def test_an_unknown_stage_at_the_gate_is_a_clear_error(tmp_path, registry_with_o
         "stage=lsf",
     )
     assert done.returncode == 2
-    assert "unknown stage lsf: expected one of preflight, base, slurm, kubernetes, validate" in done.stdout
+    names = [s["name"] for s in yaml.safe_load(registry_with_orchestrator_stages.read_text())["clusterforge_stages"]]
+    assert f"unknown stage lsf: expected one of {', '.join(names)}" in done.stdout
 
 
 @pytest.mark.parametrize("value", ["pbs", "Slurm", "[slurm]"])
