@@ -88,20 +88,12 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
         # Plain stdout: rich would wrap and colour what a script parses.
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
         return 0
-    hosts = Table(title=f"cluster {summary['cluster']}")
-    hosts.add_column("role")
-    hosts.add_column("hosts", justify="right")
-    for role, count in summary["hosts"]["by_role"].items():
-        hosts.add_row(role, str(count))
-    hosts.add_row("total", str(summary["hosts"]["total"]), style="bold")
-    console.print(hosts)
-    gpus = Table(title="GPUs")
-    gpus.add_column("model")
-    gpus.add_column("count", justify="right")
-    for model, count in summary["gpus"]["by_model"].items():
-        gpus.add_row(model, str(count))
-    gpus.add_row("total", str(summary["gpus"]["total"]), style="bold")
-    console.print(gpus)
+    console.print(
+        _count_table(
+            f"cluster {summary['cluster']}", ("role", "hosts"), summary["hosts"]["by_role"], summary["hosts"]["total"]
+        )
+    )
+    console.print(_count_table("GPUs", ("model", "count"), summary["gpus"]["by_model"], summary["gpus"]["total"]))
     fabrics = Table(title="fabrics")
     for column in ("fabric", "kind", "switches", "links", "cables"):
         fabrics.add_column(column)
@@ -156,3 +148,14 @@ def _draw(plan: ClusterPlan, args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     console.print(f"drawing written to {path}", highlight=False, soft_wrap=True)
     return 0
+
+
+def _count_table(title: str, columns: tuple[str, str], counts: dict, total: int) -> Table:
+    """A count per name and a bold total row."""
+    table = Table(title=title)
+    table.add_column(columns[0])
+    table.add_column(columns[1], justify="right")
+    for name, count in counts.items():
+        table.add_row(name, str(count))
+    table.add_row("total", str(total), style="bold")
+    return table
