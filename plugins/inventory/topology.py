@@ -111,6 +111,11 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         for group, group_vars in data.group_vars.items():
             for name, value in group_vars.items():
                 inventory.set_variable(group, name, value)
+        # Every host in "all" first, in the topology's order: Ansible orders the hosts of
+        # nested groups by set iteration (seed-dependent), so plays over "all" (rolling
+        # batches) would otherwise take the hosts in a different order from run to run.
+        for host in data.host_vars:
+            inventory.add_host(host, group="all")
         for group, hosts in data.group_hosts.items():
             for host in hosts:
                 inventory.add_host(host, group=group)
