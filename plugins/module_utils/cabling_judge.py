@@ -1,16 +1,24 @@
 """Judge the fabric cabling seen by ``ibnetdiscover -p`` against the planned links.
 
-Pure functions, stdlib only. Expectation keys:
-  speed: "NDR" / "HDR" / "EDR" every connected link must run at; width: "4x" (default)
-  links: planned links, each {"a": name-or-guid, "a_port": n, "b": name-or-guid, "b_port": n};
-         a node is named as ibnetdiscover prints it (the node description, e.g. "o0001 HCA-1")
+Pure functions, stdlib only. The expectation keys are CABLING_KEYS below.
 A link trained below its speed is a bad cable or transceiver; a planned port with no peer is down
 or unplugged; a planned port with another peer is miscabled.
 """
 
 from __future__ import annotations
 
+from ansible.module_utils.expectation_keys import Key
 from ansible.module_utils.verdicts import FAIL, PASS, CheckResult, result, skipped
+
+CABLING_KEYS = {
+    "speed": Key(("str",), "NDR, HDR, EDR, ...: the speed every connected link must run at"),
+    "width": Key(("str",), "the width every connected link must run at (default 4x)", requires=("speed",)),
+    "links": Key(
+        ("list",),
+        'planned links, each {"a": name or GUID, "a_port": n, "b": ..., "b_port": n}; a node named as '
+        'ibnetdiscover prints it ("o0001 HCA-1")',
+    ),
+}
 
 
 def _is(ref, node: str) -> bool:

@@ -3,11 +3,8 @@
 Pure functions, stdlib only (they run on the nodes). Each check returns one CheckResult; per-GPU
 checks aggregate to the worst GPU and keep every GPU's value in ``measured`` ({bus_id: value}).
 
-Expectation keys (all optional; a check without its key is skipped or uses the default below):
-  gpu_count, product_name, driver_version, cuda_version, persistence_mode (default True),
-  ecc_mode (True: "Enabled" required), pcie_gen, pcie_width (platform maximum to expect),
-  under_load (default False), temperature_warn_c, nvlinks_per_gpu, nvswitch (bool),
-  nvlink_generation (with nvswitch, gives nvlinks_per_gpu when that is not set).
+The expectation keys each judge reads are its table below (QUERY_KEYS, TOPOLOGY_KEYS, XID_KEYS,
+DCGMI_KEYS); all are optional: a check without its key is skipped or uses the default named there.
 """
 
 from __future__ import annotations
@@ -15,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ansible.module_utils.expectation_keys import Key
 from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, CheckResult, result, skipped, worst
 
 # Warn above this GPU temperature. NVIDIA gives 85 C as "GPU Max Operating Temp" for the A100 SXM4
@@ -48,6 +46,35 @@ XID_APPLICATION = frozenset({13, 31, 43, 45})
 # B200 18 (NVIDIA datasheets: 300, 600, 900 and 1800 GB/s total at 50, 50, 50 and 100 GB/s a link).
 NVLINKS_PER_GPU = {2: 6, 3: 12, 4: 18, 5: 18}
 
+GPU_COUNT = Key(("int",), "GPUs the output must show")
+NVSWITCH = Key(("bool",), "GPUs talk through NVSwitches: an unregistered fabric fails, NVLinks count per peer")
+# judge_gpus on nvidia-smi -q / -q -x.
+QUERY_KEYS = {
+    "gpu_count": GPU_COUNT,
+    "product_name": Key(("str",), "product name every GPU reports"),
+    "driver_version": Key(("str",), "pinned driver version"),
+    "cuda_version": Key(("str",), "pinned CUDA version the driver reports"),
+    "persistence_mode": Key(("bool",), "persistence mode every GPU must have (default true)"),
+    "ecc_mode": Key(("bool",), "true: ECC must be enabled"),
+    "pcie_gen": Key(("int",), "PCIe generation the platform provides (a lower link maximum fails)"),
+    "pcie_width": Key(("int",), "PCIe width the platform provides"),
+    "under_load": Key(("bool",), "GPUs are busy: a link below its maximum fails instead of warning"),
+    "temperature_warn_c": Key(("int",), f"warn above this temperature (default {TEMPERATURE_WARN_C} C)"),
+    "nvswitch": NVSWITCH,
+}
+# judge_topology on nvidia-smi topo -m (and the NVLink part of judge_gpus).
+TOPOLOGY_KEYS = {
+    "gpu_count": GPU_COUNT,
+    "nvlinks_per_gpu": Key(("int",), "NVLinks every GPU must have up"),
+    "nvswitch": NVSWITCH,
+    "nvlink_generation": Key(
+        ("int",), "NVLinks per GPU on NVSwitch boards: 2: 6, 3: 12, 4 and 5: 18", requires=("nvswitch",)
+    ),
+}
+# judge_xid on a kernel log: every Xid/SXid is judged, nothing to expect.
+XID_KEYS: dict = {}
+DCGMI_KEYS = {"required_tests": Key(("list",), "dcgmi tests that must have run")}
+
 
 def _per_gpu(
     check: str, gpus: Iterable[Any], judge: Callable[[Any], tuple[str, Any, str | None]], expected: Any, ok: str
@@ -70,9 +97,9 @@ def _per_gpu(
     return result(check, status, measured, expected, "; ".join(notes) if notes else ok)
 
 
-def _count(report, expected: dict) -> CheckResult:
+def judge_count(got: int, expected: dict) -> CheckResult:
+    """GPUs seen against expected["gpu_count"]."""
     want = expected.get("gpu_count")
-    got = report.gpu_count
     if want is None:
         return result("gpu.count", SKIPPED, got, None, f"{got} GPUs; no expected count")
     status = PASS if got == want else FAIL
@@ -253,6 +280,11 @@ def judge_nvlinks(topology, expected: dict) -> CheckResult:
     return result("gpu.nvlink", status, counts, want, message)
 
 
+def judge_topology(topology, expected: dict) -> list[CheckResult]:
+    """GPU count and NVLinks of ``nvidia-smi topo -m``."""
+    return [judge_count(len(topology.gpus), expected), judge_nvlinks(topology, expected)]
+
+
 def judge_xid(events) -> CheckResult:
     if events is None:
         return skipped("gpu.xid", "kernel log not read")
@@ -284,7 +316,7 @@ def judge_gpus(report, expected: dict, *, topology=None, xid_events=None) -> lis
     persistence = expected.get("persistence_mode", True)
     pcie_want = {"gen": expected.get("pcie_gen", "max"), "width": expected.get("pcie_width", "max")}
     results = [
-        _count(report, expected),
+        judge_count(report.gpu_count, expected),
         _model(report, expected),
         _same("gpu.driver_version", report.driver_version, expected.get("driver_version"), "driver"),
         _same("gpu.cuda_version", report.cuda_version, expected.get("cuda_version"), "CUDA version"),

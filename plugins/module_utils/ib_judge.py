@@ -1,15 +1,8 @@
 """Judge a node's RDMA ports (from ibstat, ibv_devinfo or sysfs) and perftest bandwidth.
 
 Pure functions, stdlib only. The three sources are first reduced to PortStatus so one judge serves
-all of them. Expectation keys (all optional):
-  devices: HCAs ("mlx5_0") or single ports ("mlx4_0/1") that must be present and are the only
-           ones judged (a node's unused Ethernet ports then do not fail it)
-  link_layer: "InfiniBand" or "Ethernet" (any case); without devices, only ports of this layer are
-              judged. Or one per port: {"mlx5_0": "InfiniBand", "mlx5_1/1": "Ethernet"}
-  rate: expected Gb/s per port (400 for NDR, 200 for HDR, 100 for EDR), or one per port as for
-        link_layer: {"mlx5_0": 400, "mlx5_1": 100} (a "dev/port" key before its "dev" key)
-  firmware: pinned firmware version; without it all judged HCAs must at least agree
-  counter_limits: {counter: max} above which a port fails (any nonzero error counter warns)
+all of them. The expectation keys are the tables PORT_KEYS (SYSFS_PORT_KEYS with error counters)
+and PERFTEST_KEYS below; all are optional.
 """
 
 from __future__ import annotations
@@ -18,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible.module_utils.expectation_keys import Key
 from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, CheckResult, result, skipped, worst
 
 # Port error counters (IBTA PortCounters, /sys/class/infiniband/*/ports/*/counters). Nonzero means
@@ -46,6 +40,38 @@ PERFTEST_EFFICIENCY_FLOOR = 0.90
 
 # Link layer names as the sources print them; expectations may be written in any case.
 LINK_LAYERS = {"infiniband": "InfiniBand", "ethernet": "Ethernet"}
+
+# judge_ib_ports on ibstat and ibv_devinfo, which print no error counters.
+PORT_KEYS = {
+    "devices": Key(
+        ("list",),
+        'HCAs ("mlx5_0") or single ports ("mlx4_0/1") that must be present; only these are judged '
+        "(a node's unused Ethernet ports then do not fail it)",
+    ),
+    "link_layer": Key(
+        ("dict", "str"),
+        "InfiniBand or Ethernet (any case); without devices only ports of this layer are judged; "
+        'or one per port: {"mlx5_0": "InfiniBand", "mlx5_1/1": "Ethernet"}',
+    ),
+    "rate": Key(
+        ("float", "dict"),
+        'Gb/s per port (400 NDR, 200 HDR, 100 EDR), or one per port: {"mlx5_0": 400} '
+        '(a "dev/port" key before its "dev" key)',
+    ),
+    "firmware": Key(("str",), "pinned firmware version; without it all judged HCAs must agree"),
+}
+# judge_ib_ports on the sysfs tree, which holds the counters.
+SYSFS_PORT_KEYS = {
+    **PORT_KEYS,
+    "counter_limits": Key(("dict",), "{counter: max} above which a port fails (any nonzero error counter warns)"),
+}
+# judge_perftest on ib_write_bw (ib_read_bw, ib_send_bw).
+PERFTEST_KEYS = {
+    "rate_gbps": Key(("float",), "the port's link rate in Gb/s"),
+    "efficiency_floor": Key(
+        ("float",), f"share of rate_gbps to reach (default {PERFTEST_EFFICIENCY_FLOOR})", requires=("rate_gbps",)
+    ),
+}
 
 
 @dataclass(frozen=True)

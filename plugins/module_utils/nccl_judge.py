@@ -1,12 +1,6 @@
 """Judge an nccl-tests run: correctness always, bus bandwidth against what the hardware allows.
 
-Pure functions, stdlib only. Expectation keys (all optional):
-  expected_busbw: GB/s to compare with, overriding the derivation below (e.g. a site's golden run)
-  nvlink_generation: 3, 4 or 5 (intra-node reference)
-  nic_rate_gbps, rails: per-rail NIC rate in Gb/s and rails (NICs NCCL uses) per node
-  nodes, ranks: for outputs that lack the "# Rank ..." header (tables copied without it)
-  efficiency_floor: share of the expectation busbw must reach (default 0.80)
-  error_tolerance: for the older "error" column, overriding the per-type nccl-tests limit
+Pure functions, stdlib only. The expectation keys are NCCL_KEYS below, all optional.
 
 Bandwidth is judged on the largest messages only: rows of 1 GiB and more, or else the three largest
 sizes present; small messages measure latency, and the printed "Avg bus bandwidth" averages over
@@ -15,6 +9,7 @@ every size, so it says more about the chosen size range than about the fabric.
 
 from __future__ import annotations
 
+from ansible.module_utils.expectation_keys import Key
 from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN, CheckResult, result, skipped
 
 EFFICIENCY_FLOOR = 0.80
@@ -45,6 +40,17 @@ NVLINK_REFERENCE_BUSBW = {3: 235.0, 4: 450.0, 5: 900.0}
 # src/common.cu (half 1e-2 in older and 5e-2 in newer releases, float 1e-5, double 1e-12; integer
 # types must be exact).
 ERROR_TOLERANCE = {"half": 5e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
+
+NCCL_KEYS = {
+    "expected_busbw": Key(("float",), "GB/s to compare with, overriding the derivation (e.g. a site's golden run)"),
+    "nvlink_generation": Key(("int",), "3, 4 or 5: the intra-node reference"),
+    "nic_rate_gbps": Key(("float",), "per-rail NIC rate in Gb/s (multi-node runs)", requires=("rails",)),
+    "rails": Key(("int",), "NICs NCCL uses per node (multi-node runs)", requires=("nic_rate_gbps",)),
+    "nodes": Key(("int",), "nodes of the run, for outputs whose rank lines do not tell"),
+    "ranks": Key(("int",), "ranks of the run, for tables copied without the rank header"),
+    "efficiency_floor": Key(("float",), f"share of the reference busbw must reach (default {EFFICIENCY_FLOOR})"),
+    "error_tolerance": Key(("float",), "largest relative error in the older error column (default per type)"),
+}
 
 
 def judged_rows(report) -> tuple:

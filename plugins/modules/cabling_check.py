@@ -126,6 +126,10 @@ KEY = "ibnetdiscover -p"
 REPLAY_FILES = {KEY: ("ibnetdiscover-p.txt",)}
 
 
+# Options that are cabling_judge.CABLING_KEYS, by the key they give; links come from the plan.
+EXPECTATION_OPTIONS = {"speed": "speed", "width": "width"}
+
+
 def build_module():
     return check_module(
         AnsibleModule,
@@ -170,7 +174,7 @@ def run_checks(module) -> tuple:
         module.fail_json(msg=f"cabling plan: {exc}")
     extra["planned_links"] = len(expected["links"])
     # Given options override what the plan says.
-    expected.update({key: params[key] for key in ("speed", "width") if params[key] is not None})
+    expected.update({key: params[option] for option, key in EXPECTATION_OPTIONS.items() if params[option] is not None})
     if note and params["speed"] is None:
         tools.notes.append(note)
 

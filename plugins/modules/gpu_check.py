@@ -215,24 +215,30 @@ def build_module():
     )
 
 
+# Options that are gpu_judge expectation keys (QUERY_KEYS, TOPOLOGY_KEYS), by the key they give;
+# tests/unit/plugins/modules/test_expectation_options.py holds their types to the judge's tables.
+EXPECTATION_OPTIONS = {
+    "expected_gpus": "gpu_count",
+    "model": "product_name",
+    "driver_version": "driver_version",
+    "cuda_version": "cuda_version",
+    "nvswitch": "nvswitch",
+    "under_load": "under_load",
+    "persistence_mode": "persistence_mode",
+    "ecc_mode": "ecc_mode",
+    "pcie_gen": "pcie_gen",
+    "pcie_width": "pcie_width",
+    "temperature_warn_c": "temperature_warn_c",
+    "nvlinks_per_gpu": "nvlinks_per_gpu",
+    "nvlink_generation": "nvlink_generation",
+}
+
+
 def expectation(params: dict) -> dict:
     """The gpu_judge expectation from the module's options; an option left unset takes the judge's
-    default (gpu_judge states each one once)."""
-    expected = {
-        "gpu_count": params["expected_gpus"] or None,
-        "product_name": params["model"],
-        "driver_version": params["driver_version"],
-        "cuda_version": params["cuda_version"],
-        "nvswitch": params["nvswitch"],
-        "under_load": params["under_load"],
-        "persistence_mode": params["persistence_mode"],
-        "ecc_mode": params["ecc_mode"],
-        "pcie_gen": params["pcie_gen"],
-        "pcie_width": params["pcie_width"],
-        "temperature_warn_c": params["temperature_warn_c"],
-        "nvlinks_per_gpu": params["nvlinks_per_gpu"],
-        "nvlink_generation": params["nvlink_generation"],
-    }
+    default (gpu_judge states each one once), and expected_gpus 0 expects no count."""
+    expected = {key: params[option] for option, key in EXPECTATION_OPTIONS.items()}
+    expected["gpu_count"] = params["expected_gpus"] or None
     return {key: value for key, value in expected.items() if value is not None}
 
 

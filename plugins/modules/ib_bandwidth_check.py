@@ -142,6 +142,9 @@ from ansible.module_utils.ib_judge import best_bandwidth, judge_perftest
 from ansible.module_utils.perftest import parse_perftest
 from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
 
+# Options that are ib_judge.PERFTEST_KEYS, by the key they give.
+EXPECTATION_OPTIONS = {"rate_gbps": "rate_gbps", "efficiency_floor": "efficiency_floor"}
+
 
 def build_module():
     return check_module(
@@ -232,7 +235,7 @@ def run_checks(module) -> tuple:
         runs = parse_perftest(stdout, source=binary)
     except ParseError as exc:
         return [result(check, FAIL, None, f"{binary} result table", str(exc))], extra
-    expected = {"rate_gbps": params["rate_gbps"], "efficiency_floor": params["efficiency_floor"]}
+    expected = {key: params[option] for option, key in EXPECTATION_OPTIONS.items()}
     results = judge_perftest(
         runs, {k: v for k, v in expected.items() if v is not None}, check=f"ib.{params['test']}_bw"
     )

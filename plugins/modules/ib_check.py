@@ -132,6 +132,11 @@ IBV_DEVINFO = "ibv_devinfo -v"
 REPLAY_FILES = {SYSFS: ("infiniband",), IBSTAT: ("ibstat.txt",), IBV_DEVINFO: ("ibv_devinfo.txt",)}
 
 
+# Options that are ib_judge.SYSFS_PORT_KEYS as they are, by the key they give; expected_hcas and
+# link_layers give devices, rate and link_layer per device (expectation()).
+EXPECTATION_OPTIONS = {"link_layer": "link_layer", "firmware": "firmware", "counter_limits": "counter_limits"}
+
+
 def build_module():
     return check_module(
         AnsibleModule,

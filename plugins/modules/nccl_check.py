@@ -257,16 +257,19 @@ def launcher_argv(params: dict, gpus_per_node: int | None) -> list:
     return argv
 
 
+# Options that are nccl_judge expectation keys (NCCL_KEYS), by the key they give; nodes comes from hosts.
+EXPECTATION_OPTIONS = {
+    "nvlink_generation": "nvlink_generation",
+    "nic_rate_gbps": "nic_rate_gbps",
+    "rails": "rails",
+    "expected_busbw": "expected_busbw",
+    "efficiency_floor": "efficiency_floor",
+}
+
+
 def expectation(params: dict) -> dict:
-    nodes = max(len(params["hosts"]), 1)
-    expected = {
-        "nodes": nodes,
-        "nvlink_generation": params["nvlink_generation"],
-        "nic_rate_gbps": params["nic_rate_gbps"],
-        "rails": params["rails"],
-        "expected_busbw": params["expected_busbw"],
-        "efficiency_floor": params["efficiency_floor"],
-    }
+    expected = {key: params[option] for option, key in EXPECTATION_OPTIONS.items()}
+    expected["nodes"] = max(len(params["hosts"]), 1)
     return {key: value for key, value in expected.items() if value is not None}
 
 

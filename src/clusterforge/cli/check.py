@@ -3,7 +3,8 @@
     clusterforge report RESULTS_DIR -o OUTDIR
         turn a run directory of playbooks/validate.yml into report.json, junit.xml and report.html
     clusterforge check judge KIND FILE [--expect KEY=VALUE ...] [--plan CSV] [--json]
-        parse a saved command output with the node checks' parser and judge it, as the modules do
+        parse a saved command output with the node checks' parser and judge it, as the modules do;
+        --expect takes the keys KIND's judge reads (its table in plugins/module_utils), typed by it
 
 Wiring (cli/__init__.py): ``add_parser(commands)`` adds both commands; main() dispatches
 the commands in ``COMMANDS`` to ``run(args)``.
@@ -26,10 +27,6 @@ from clusterforge.validation import judges
 console = Console()
 COMMANDS = ("check", "report")
 
-# Expectation values kept as text: versions ("12.10" is not 12.1) and names.
-TEXT_KEYS = {"driver_version", "cuda_version", "product_name", "firmware", "speed", "width", "link_layer"}
-LIST_KEYS = {"devices", "required_tests"}
-
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     report = subparsers.add_parser("report", help="JSON, JUnit XML and HTML from a validation run's results")
@@ -37,15 +34,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     report.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="directory to write to")
     check = subparsers.add_parser("check", help="judge saved command outputs as the node checks do")
     commands = check.add_subparsers(dest="check_command", required=True, parser_class=type(check))
-    judge = commands.add_parser("judge", help="parse FILE as KIND output and judge it against --expect")
-    judge.add_argument("kind", choices=sorted(judges.KINDS), metavar="KIND", help=", ".join(sorted(judges.KINDS)))
-    judge.add_argument("file", metavar="FILE", help="the saved output ('-' for standard input)")
+    judge = commands.add_parser(
+        "judge",
+        help="parse FILE as KIND output and judge it against --expect",
+        epilog=keys_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    kinds = sorted([*judges.KINDS, *judges.ALIASES])
+    judge.add_argument("kind", choices=kinds, metavar="KIND", help=", ".join(sorted(judges.KINDS)))
+    judge.add_argument(
+        "file", metavar="FILE", help="the saved output ('-' for standard input); for ib-sysfs a directory"
+    )
     judge.add_argument(
         "--expect",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="expectation (repeatable), e.g. gpu_count=8, nvlink_generation=4, rate=400, devices=mlx5_0,mlx5_1",
+        help="expectation (repeatable) of a key KIND reads (listed below), e.g. nvidia-smi-topo gpu_count=8, "
+        "ibstat rate=400 devices=mlx5_0,mlx5_1; any other key is an error",
     )
     judge.add_argument("--plan", metavar="CSV", help="ibnetdiscover: the cabling plan (cabling/cabling.csv)")
     judge.add_argument("--fabric", help="ibnetdiscover: the plan's fabric to judge")
@@ -70,25 +76,14 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def parse_expectations(pairs: list[str]) -> dict[str, Any]:
-    """KEY=VALUE pairs: JSON values (numbers, true/false, lists), text for versions and names,
-    comma lists for devices/required_tests."""
-    expected: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise UsageError(f"--expect {pair!r}: expected KEY=VALUE")
-        if key in TEXT_KEYS:
-            expected[key] = value
-        elif key in LIST_KEYS and not value.startswith("["):
-            expected[key] = [item.strip() for item in value.split(",") if item.strip()]
-        else:
-            try:
-                expected[key] = json.loads(value)
-            except json.JSONDecodeError:
-                expected[key] = value
-    return expected
+def keys_text() -> str:
+    """The expectation keys of every kind, for --help."""
+    lines = ["expectation keys per KIND (str as written, list comma-separated or JSON, dict JSON):"]
+    for name, spec in sorted(judges.KINDS.items()):
+        table = spec.key_table
+        keys = ", ".join(f"{key} ({' or '.join(k.types)})" for key, k in table.items()) or "none"
+        lines.append(f"  {name}: {keys}")
+    return "\n".join(lines)
 
 
 def _read(path: str) -> str:
@@ -102,20 +97,24 @@ def _read(path: str) -> str:
 
 
 def _judge(args: argparse.Namespace) -> int:
-    expected = parse_expectations(args.expect)
-    if args.kind == "ibnetdiscover" and args.plan:
+    kind, spec = judges.kind_of(args.kind)
+    expected = judges.expectation_from_text(kind, args.expect)
+    if kind == "ibnetdiscover" and args.plan:
         planned, note = judges.plan_expectation(_read(args.plan), args.fabric, source=args.plan)
         if note:
             sys.stderr.write(f"note: {note}\n")
         # --expect overrides what the plan says.
         expected = {**planned, **expected}
-    results = judges.judge_text(args.kind, _read(args.file), expected, source=str(Path(args.file).name))
+    if spec.directory:
+        results = judges.judge_directory(kind, args.file, expected)
+    else:
+        results = judges.judge_text(kind, _read(args.file), expected, source=str(Path(args.file).name))
     status = judges.overall(results)
     if args.json:
-        document = {"kind": args.kind, "file": args.file, "status": status, "checks": [r.as_dict() for r in results]}
+        document = {"kind": kind, "file": args.file, "status": status, "checks": [r.as_dict() for r in results]}
         sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
     else:
-        table = Table(title=f"{args.kind}: {args.file}")
+        table = Table(title=f"{kind}: {args.file}")
         for column in ("check", "status", "measured", "expected", "message"):
             table.add_column(column, overflow="fold")
         for r in results:

@@ -5,9 +5,10 @@ module; the files import each other that way. ``load()`` appends the directory t
 search path, as tests/unit/plugins/module_utils/samples.py does, so ``clusterforge check judge`` judges a
 local file with exactly the code the nodes run.
 
-``KINDS`` names each command output the controller can judge: its parser and the judge call the
-node module makes on it. ``judge_text`` parses and judges one output; the rules themselves live
-only in the judges (plugins/module_utils/*_judge.py).
+``KINDS`` names each command output the controller can judge: its parser, the judge call the
+node module makes on it, and the judge's table of expectation keys (``expectation_keys.Key``).
+``judge_text`` (``judge_directory`` for a sysfs tree) parses and judges one output; the rules
+themselves live only in the judges (plugins/module_utils/*_judge.py).
 """
 
 from __future__ import annotations
@@ -50,84 +51,190 @@ def load(name: str) -> ModuleType:
 @dataclass(frozen=True)
 class Kind:
     """A command output the controller can judge: plugins/module_utils/<parser>.py's <parse>(text,
-    source=...) reads it, judge(parsed, expected) judges it as the node module does."""
+    source=...) reads it, judge(parsed, expected) judges it as the node module does, and
+    <judge_module>.<keys> is the table of the expectation keys that judge reads."""
 
     parser: str
     parse: str
     reads: str
     judge: Callable[[Any, dict[str, Any]], list]
+    judge_module: str
+    keys: str
     takes_source: bool = True  # the kernel-log reader raises nothing, so it names no source
+    directory: bool = False  # FILE is a directory tree (a copy of /sys/class/infiniband)
+
+    @property
+    def key_table(self) -> dict:
+        return getattr(load(self.judge_module), self.keys)
 
 
-def _ib_ports(convert: str) -> Callable[[Any, dict[str, Any]], list]:
+def _call(module: str, function: str, convert: str | None = None, one: bool = False) -> Callable[[Any, dict], list]:
+    """judge(parsed, expected): <module>.<function>, after ib_judge.<convert> where given; one
+    wraps a judge that returns one result."""
+
     def judge(parsed: Any, expected: dict[str, Any]) -> list:
-        ib = load("ib_judge")
-        return ib.judge_ib_ports(getattr(ib, convert)(parsed), expected)
+        if convert is not None:
+            parsed = getattr(load("ib_judge"), convert)(parsed)
+        found = getattr(load(module), function)(parsed, expected)
+        return [found] if one else found
 
     return judge
 
 
-# The judge calls are those of the modules: gpu_check (nvidia-smi -q, topo -m, kernel log),
-# ib_check (ibstat, ibv_devinfo), ib_bandwidth_check, nccl_check, cabling_check. dcgmi has no node
-# module yet; its judge is the one a module would call.
+# The judge calls are those of the modules: gpu_check (nvidia-smi -q, kernel log), ib_check
+# (sysfs, ibstat, ibv_devinfo), ib_bandwidth_check, nccl_check, cabling_check. dcgmi, topo -m (whose
+# GPU count gpu_check takes from nvidia-smi -q) and --query-gpu CSV have no node module of their own;
+# their judges are the ones a module would call.
 KINDS = {
     "nccl": Kind(
         "nccl_tests",
         "parse_nccl_tests",
         "nccl-tests output (all_reduce_perf, ...)",
-        lambda parsed, expected: load("nccl_judge").judge_nccl(parsed, expected),
+        _call("nccl_judge", "judge_nccl"),
+        "nccl_judge",
+        "NCCL_KEYS",
     ),
-    "ibstat": Kind("ibstat", "parse_ibstat", "ibstat", _ib_ports("ports_from_ibstat")),
-    "ibv_devinfo": Kind("ibv_devinfo", "parse_ibv_devinfo", "ibv_devinfo [-v]", _ib_ports("ports_from_ibv_devinfo")),
+    "ibstat": Kind(
+        "ibstat",
+        "parse_ibstat",
+        "ibstat",
+        _call("ib_judge", "judge_ib_ports", "ports_from_ibstat"),
+        "ib_judge",
+        "PORT_KEYS",
+    ),
+    "ibv_devinfo": Kind(
+        "ibv_devinfo",
+        "parse_ibv_devinfo",
+        "ibv_devinfo [-v]",
+        _call("ib_judge", "judge_ib_ports", "ports_from_ibv_devinfo"),
+        "ib_judge",
+        "PORT_KEYS",
+    ),
+    "ib-sysfs": Kind(
+        "ib_sysfs",
+        "read_ib_sysfs",
+        "a copy of /sys/class/infiniband",
+        _call("ib_judge", "judge_ib_ports", "ports_from_sysfs"),
+        "ib_judge",
+        "SYSFS_PORT_KEYS",
+        takes_source=False,
+        directory=True,
+    ),
     "ib_write_bw": Kind(
         "perftest",
         "parse_perftest",
         "ib_write_bw (perftest) client output",
-        lambda parsed, expected: load("ib_judge").judge_perftest(parsed, expected),
+        _call("ib_judge", "judge_perftest"),
+        "ib_judge",
+        "PERFTEST_KEYS",
     ),
     "nvidia-smi-q": Kind(
         "nvidia_smi",
         "parse_query",
         "nvidia-smi -q or -q -x",
-        lambda parsed, expected: load("gpu_judge").judge_gpus(parsed, expected),
+        _call("gpu_judge", "judge_gpus"),
+        "gpu_judge",
+        "QUERY_KEYS",
+    ),
+    "nvidia-smi-query": Kind(
+        "nvidia_smi",
+        "parse_query_gpu_csv",
+        "nvidia-smi --query-gpu=... --format=csv[,nounits]",
+        _call("gpu_csv_judge", "judge_query_gpu_csv"),
+        "gpu_csv_judge",
+        "CSV_KEYS",
     ),
     "nvidia-smi-topo": Kind(
         "nvidia_topo",
         "parse_topo_matrix",
         "nvidia-smi topo -m",
-        lambda parsed, expected: [load("gpu_judge").judge_nvlinks(parsed, expected)],
+        _call("gpu_judge", "judge_topology"),
+        "gpu_judge",
+        "TOPOLOGY_KEYS",
     ),
-    "kernel-log": Kind(
+    "xid": Kind(
         "xid",
         "parse_kernel_log",
         "journalctl -k or dmesg",
         lambda parsed, expected: [load("gpu_judge").judge_xid(parsed)],
+        "gpu_judge",
+        "XID_KEYS",
         takes_source=False,
     ),
     "ibnetdiscover": Kind(
         "ibnetdiscover",
         "parse_ibnetdiscover_ports",
         "ibnetdiscover -p",
-        lambda parsed, expected: load("cabling_judge").judge_cabling(parsed, expected),
+        _call("cabling_judge", "judge_cabling"),
+        "cabling_judge",
+        "CABLING_KEYS",
     ),
     "dcgmi": Kind(
-        "dcgmi",
-        "parse_dcgmi_diag",
-        "dcgmi diag -r N",
-        lambda parsed, expected: load("gpu_judge").judge_dcgmi(parsed, expected),
+        "dcgmi", "parse_dcgmi_diag", "dcgmi diag -r N", _call("gpu_judge", "judge_dcgmi"), "gpu_judge", "DCGMI_KEYS"
     ),
 }
+# Earlier names of kinds, still accepted.
+ALIASES = {"kernel-log": "xid"}
+
+
+def kind_of(name: str) -> tuple[str, Kind]:
+    """(canonical name, Kind) of a kind or its alias."""
+    name = ALIASES.get(name, name)
+    if name not in KINDS:
+        raise UsageError(f"unknown kind {name!r}; kinds: {', '.join(sorted(KINDS))}")
+    return name, KINDS[name]
+
+
+def expectation_from_text(kind: str, pairs: list[str]) -> dict[str, Any]:
+    """KEY=VALUE pairs typed by the kind's key table; a key the kind's judge does not read, or a
+    value that is not of its type, is a UsageError naming the key and the kind's keys."""
+    name, spec = kind_of(kind)
+    keys = load("expectation_keys")
+    expected: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--expect {pair!r}: expected KEY=VALUE")
+        try:
+            expected[key] = keys.from_text(name, spec.key_table, key, value)
+        except keys.ExpectationError as exc:
+            raise UsageError(f"--expect {exc}") from None
+    return expected
+
+
+def _judge(name: str, spec: Kind, read: Callable[[], Any], expected: dict[str, Any]) -> list:
+    keys = load("expectation_keys")
+    try:
+        keys.validate(name, spec.key_table, expected)
+        parsed = read()
+        return spec.judge(parsed, expected)
+    except load("verdicts").ParseError as exc:
+        raise UsageError(f"not {spec.reads} output: {exc}") from None
+    except keys.ExpectationError as exc:
+        raise UsageError(f"expectation: {exc}") from None
 
 
 def judge_text(kind: str, text: str, expected: dict[str, Any], source: str = "") -> list:
-    """Parse and judge one output with the modules' own code; ParseError becomes UsageError."""
-    spec = KINDS[kind]
+    """Parse and judge one output with the modules' own code. An expectation the kind's judge does
+    not read or this output cannot answer, and output the parser rejects, are UsageErrors."""
+    name, spec = kind_of(kind)
+    if spec.directory:
+        raise UsageError(f"{name} reads a directory ({spec.reads}), not text")
     parse = getattr(load(spec.parser), spec.parse)
-    try:
-        parsed = parse(text, source=source or kind) if spec.takes_source else parse(text)
-    except load("verdicts").ParseError as exc:
-        raise UsageError(f"not {spec.reads} output: {exc}") from None
-    return spec.judge(parsed, expected)
+    if spec.takes_source:
+        return _judge(name, spec, lambda: parse(text, source=source or name), expected)
+    return _judge(name, spec, lambda: parse(text), expected)
+
+
+def judge_directory(kind: str, path: str, expected: dict[str, Any]) -> list:
+    """judge_text for a kind that reads a directory tree (ib-sysfs)."""
+    name, spec = kind_of(kind)
+    if not spec.directory:
+        raise UsageError(f"{name} reads a file ({spec.reads}), not a directory")
+    if not Path(path).is_dir():
+        raise UsageError(f"{name} reads a directory ({spec.reads}); {path} is not one")
+    return _judge(name, spec, lambda: getattr(load(spec.parser), spec.parse)(path), expected)
 
 
 def plan_expectation(text: str, fabric: str | None = None, source: str = "cabling.csv") -> tuple[dict, str | None]:

@@ -11,9 +11,11 @@ import pytest
 
 from clusterforge import errors
 from clusterforge.cli import check as check_cli
+from clusterforge.cli import main
 from clusterforge.validation import judges, report
 from clusterforge.validation.host_verdict import verdicts
 from tests.unit.plugins.module_utils.samples import fixture, load
+from tests.unit.plugins.modules.test_ib_check import sysfs
 
 
 def judged(kind: str, name: str, expected: dict) -> list[dict]:
@@ -245,6 +247,13 @@ def test_judge_nvidia_smi_json(capsys):
         ("dcgmi", "dcgmi_diag/r1-deployment-fail-deepops.txt", [], "fail"),
         ("ib_write_bw", "ib_write_bw/roce-100g-4qp-rdma-cm-client-oci.txt", ["rate_gbps=100"], "pass"),
         ("kernel-log", "kernel_log_xid/h100-xid79-fallen-off-bus-sxid20034-gpud.txt", [], "fail"),
+        ("xid", "kernel_log_xid/h100-xid79-fallen-off-bus-sxid20034-gpud.txt", [], "fail"),
+        (
+            "nvidia-smi-query",
+            "nvidia-smi_query/24gb-gpu-query-gpu-timestamp-pstate-mem-csv-lms.txt",
+            ["memory_total_min_mib=23028", "temperature_warn_c=26"],
+            "pass",
+        ),
     ],
 )
 def test_judge_kinds(kind, name, expect, status, capsys):
@@ -278,21 +287,101 @@ def test_judge_errors(tmp_path):
         cli("check", "judge", "ibstat", str(tmp_path / "missing.txt"))
 
 
-def test_expectation_values():
-    assert check_cli.parse_expectations(
-        [
-            "gpu_count=8",
-            "cuda_version=12.10",
-            "nvswitch=true",
-            "devices=mlx5_0, mlx5_1",
-            'counter_limits={"symbol_error": 5}',
-            "x=abc",
-        ]
+def test_expectation_values_are_typed_by_the_kinds_table():
+    assert judges.expectation_from_text(
+        "nvidia-smi-q", ["gpu_count=8", "cuda_version=12.10", "nvswitch=true", "product_name=NVIDIA H100 80GB HBM3"]
+    ) == {"gpu_count": 8, "cuda_version": "12.10", "nvswitch": True, "product_name": "NVIDIA H100 80GB HBM3"}
+    assert judges.expectation_from_text(
+        "ib-sysfs",
+        ["devices=mlx5_0, mlx5_1", 'counter_limits={"symbol_error": 5}', "rate=400", "link_layer=infiniband"],
     ) == {
-        "gpu_count": 8,
-        "cuda_version": "12.10",
-        "nvswitch": True,
         "devices": ["mlx5_0", "mlx5_1"],
         "counter_limits": {"symbol_error": 5},
-        "x": "abc",
+        "rate": 400.0,
+        "link_layer": "infiniband",
     }
+    # A table where one is allowed: JSON first, then what the other type reads.
+    assert judges.expectation_from_text("ibstat", ['rate={"mlx5_0": 400}', 'link_layer={"mlx5_0": "Ethernet"}']) == {
+        "rate": {"mlx5_0": 400},
+        "link_layer": {"mlx5_0": "Ethernet"},
+    }
+
+
+@pytest.mark.parametrize(
+    "kind,expect,match",
+    [
+        # The issue's case: topo -m reads no driver version, and xid no GPU count.
+        (
+            "nvidia-smi-topo",
+            "driver_version=535",
+            "driver_version: nvidia-smi-topo reads no such key; its keys: "
+            "gpu_count, nvlink_generation, nvlinks_per_gpu, nvswitch",
+        ),
+        ("xid", "gpu_count=8", "gpu_count: xid reads no such key; its keys: none"),
+        ("kernel-log", "gpu_count=8", "gpu_count: xid reads no such key"),
+        ("ibstat", "counter_limits={}", "counter_limits: ibstat reads no such key"),  # ibstat prints no counters
+        ("nvidia-smi-q", "gpu_count=eight", "nvidia-smi-q: gpu_count must be int, got 'eight'"),
+        ("nvidia-smi-q", "gpu_count=8.5", "gpu_count must be int"),
+        ("nvidia-smi-q", "nvswitch=maybe", "nvswitch must be bool"),
+        ("ibstat", "rate=fast", "rate must be float or dict"),
+        ("nccl", "nvlink_generation", "expected KEY=VALUE"),
+    ],
+)
+def test_expectations_a_kind_does_not_read_are_refused(kind, expect, match, capsys):
+    path = str(fixture("nvidia-smi_topo", "a10-4gpu-pcie-no-nvlink-sys.txt"))
+    assert main(["check", "judge", kind, path, "--expect", expect]) == errors.EXIT_USAGE
+    assert match in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_key_read_only_with_another_is_refused_alone(capsys):
+    path = str(fixture("nvidia-smi_topo", "a100-sxm-40g-8gpu-10nic-dgx-style-tabs.txt"))
+    assert main(["check", "judge", "nvidia-smi-topo", path, "--expect", "nvlink_generation=3"]) == errors.EXIT_USAGE
+    assert "nvidia-smi-topo: nvlink_generation is read only with nvswitch set" in capsys.readouterr().err
+    assert (
+        cli("check", "judge", "nvidia-smi-topo", path, "--expect", "nvlink_generation=3", "--expect", "nvswitch=true")
+        == 0
+    )
+
+
+def test_programmatic_expectations_are_checked_too():
+    text = load("nvidia-smi_topo", "a10-4gpu-pcie-no-nvlink-sys.txt")
+    with pytest.raises(errors.UsageError, match="driver_version: nvidia-smi-topo reads no such key"):
+        judges.judge_text("nvidia-smi-topo", text, {"driver_version": "535"})
+    with pytest.raises(errors.UsageError, match="gpu_count must be int, got '4'"):
+        judges.judge_text("nvidia-smi-topo", text, {"gpu_count": "4"})
+    with pytest.raises(errors.UsageError, match="gpu_count must be int, got True"):
+        judges.judge_text("nvidia-smi-topo", text, {"gpu_count": True})
+
+
+def test_topology_checks_the_gpu_count():
+    """gpu_count=8 on a topo -m of fewer GPUs fails (it passed when the key was ignored)."""
+    name = "a10-4gpu-pcie-no-nvlink-sys.txt"
+    text = load("nvidia-smi_topo", name)
+    gpus = sum(1 for line in text.splitlines() if line.startswith("GPU"))  # the matrix rows, counted here
+    assert gpus == 4
+    path = str(fixture("nvidia-smi_topo", name))
+    assert cli("check", "judge", "nvidia-smi-topo", path, "--expect", f"gpu_count={gpus}") == 0
+    assert cli("check", "judge", "nvidia-smi-topo", path, "--expect", "gpu_count=8") == errors.EXIT_HOSTS_FAILED
+
+
+def test_xid_and_its_old_name_kernel_log_judge_alike(capsys):
+    path = str(fixture("kernel_log_xid", "xid13-xid109-dmesg-ctime-gpud.txt"))
+    documents = []
+    for kind in ("xid", "kernel-log"):
+        cli("check", "judge", kind, path, "--json")
+        documents.append(json.loads(capsys.readouterr().out))
+    assert documents[0] == documents[1]
+    assert documents[0]["kind"] == "xid"
+
+
+def test_sysfs_tree_is_judged_from_a_directory(tmp_path, capsys):
+    root = sysfs(tmp_path / "infiniband", {"mlx5_0": {}, "mlx5_1": {"rate": 200}})
+    assert cli("check", "judge", "ib-sysfs", str(root), "--expect", "rate=200") == errors.EXIT_OK
+    capsys.readouterr()
+    code = cli("check", "judge", "ib-sysfs", str(root), "--expect", "rate=400", "--json")
+    document = json.loads(capsys.readouterr().out)
+    assert code == errors.EXIT_HOSTS_FAILED
+    rate = {c["check"]: c for c in document["checks"]}["ib.rate"]
+    assert rate["measured"] == {"mlx5_0/1": 400.0, "mlx5_1/1": 200.0}
+    with pytest.raises(errors.UsageError, match="is not one"):
+        cli("check", "judge", "ib-sysfs", str(fixture("ibstat", "p100-host-connectx3-fdr56-active.txt")))

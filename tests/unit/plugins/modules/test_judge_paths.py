@@ -49,13 +49,15 @@ class Route:
     module(node, setup, text, expected) sets up the mocked node and returns (module name, args);
     name(check) gives the controller's name of a module check, None for one the output does not
     decide (gpu_check judges its query whatever topology it reads); rejected is the module's check
-    for output it cannot parse."""
+    for output it cannot parse; controller_only are checks the controller makes on this output that
+    the module makes on another (gpu_check counts GPUs from nvidia-smi -q, not from topo -m)."""
 
     kind: str
     expected: Callable[[str], dict[str, Any]]
     module: Callable[[Node, Setup, str, dict[str, Any]], tuple[str, dict[str, Any]]]
     name: Callable[[str], str | None]
     rejected: str
+    controller_only: frozenset[str] = frozenset()
 
 
 def _gpu_query(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -176,8 +178,9 @@ ROUTES = {
         _gpu_topology,
         _only("gpu.nvlink"),
         "gpu.nvlink",
+        frozenset({"gpu.count"}),
     ),
-    "kernel_log_xid": Route("kernel-log", lambda text: {}, _gpu_kernel_log, _only("gpu.xid"), "gpu.xid"),
+    "kernel_log_xid": Route("xid", lambda text: {}, _gpu_kernel_log, _only("gpu.xid"), "gpu.xid"),
     "ibstat": IB_STAT,
     "ibv_devinfo": IBV_DEVINFO,
     "ib_write_bw": Route(
@@ -211,11 +214,12 @@ def test_every_recorded_output_kind_has_both_paths():
 
 
 def controller(route: Route, text: str, expected: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
-    """The controller's checks by name, or None when it rejects the output."""
+    """The controller's checks by name (less its controller_only ones), or None when it rejects the output."""
     try:
-        return {r.check: r.as_dict() for r in judges.judge_text(route.kind, text, expected)}
+        results = judges.judge_text(route.kind, text, expected)
     except UsageError:
         return None
+    return {r.check: r.as_dict() for r in results if r.check not in route.controller_only}
 
 
 def node_module(route: Route, outcome: Outcome) -> dict[str, dict[str, Any]]:
@@ -240,6 +244,12 @@ def test_module_and_controller_agree(folder: str, path: Path, node, run, gpu_pci
             f"the controller rejects {path.name}; the module: {check}"
         )
         return
+    assert_agree(by_module, by_controller)
+    if route.name is _same:
+        assert outcome.result["status"] == judges.overall(list(judges.judge_text(route.kind, text, expected)))
+
+
+def assert_agree(by_module: dict[str, dict[str, Any]], by_controller: dict[str, dict[str, Any]]) -> None:
     assert set(by_module) == set(by_controller), "the paths judge different checks"
     for check, theirs in by_controller.items():
         ours = by_module[check]
@@ -247,5 +257,57 @@ def test_module_and_controller_agree(folder: str, path: Path, node, run, gpu_pci
         if ours["measured"] is not None and theirs["measured"] is not None:
             assert ours["measured"] == theirs["measured"], f"{check}: measured differently"
         assert ours["expected"] == theirs["expected"], f"{check}: judged against different expectations"
-    if route.name is _same:
-        assert outcome.result["status"] == judges.overall(list(judges.judge_text(route.kind, text, expected)))
+
+
+# Constructed sysfs trees (tests/fixtures holds command outputs, no sysfs copy): a healthy NDR node,
+# and one with a port down, a slow port, another firmware and error counters over a limit.
+SYSFS_TREES = {
+    "healthy": {f"mlx5_{i}": {} for i in range(4)},
+    "faulty": {
+        "mlx5_0": {},
+        "mlx5_1": {"state": "1: DOWN", "phys": "3: Disabled"},
+        "mlx5_2": {"rate": 200, "fw": "28.36.1010"},
+        "mlx5_3": {"counters": {"symbol_error": 7, "link_downed": 2}},
+    },
+}
+
+
+@pytest.mark.parametrize("tree", sorted(SYSFS_TREES))
+def test_module_and_controller_agree_on_sysfs_trees(tree: str, node, run, plain_pci, tmp_path):
+    root = sysfs(tmp_path / "infiniband", SYSFS_TREES[tree])
+    devices = sorted(SYSFS_TREES[tree])
+    expected = {
+        "devices": devices,
+        "rate": dict.fromkeys(devices, 400),
+        "link_layer": dict.fromkeys(devices, "InfiniBand"),
+        "counter_limits": {"symbol_error": 5},
+    }
+    args = {
+        "expected_hcas": expected["rate"],
+        "link_layers": expected["link_layer"],
+        "counter_limits": {"symbol_error": 5},
+    }
+    outcome = run("ib_check", {**args, "sysfs_root": str(root), "pci_root": str(plain_pci)})
+    by_controller = {r.check: r.as_dict() for r in judges.judge_directory("ib-sysfs", str(root), expected)}
+    assert_agree(outcome.checks, by_controller)
+    assert outcome.result["status"] == ("pass" if tree == "healthy" else "fail")
+
+
+def _is_query_gpu_csv(path: Path) -> bool:
+    try:
+        judges.load("nvidia_smi").parse_query_gpu_csv(samples.read(path))
+    except judges.load("verdicts").ParseError:
+        return False
+    return True
+
+
+QUERY_GPU_CSVS = [p for p in samples.fixture_files("nvidia-smi_query") if _is_query_gpu_csv(p)]
+
+
+@pytest.mark.parametrize("path", QUERY_GPU_CSVS, ids=[p.name for p in QUERY_GPU_CSVS])
+def test_query_gpu_csv_is_judged_by_its_own_kind(path: Path):
+    """No module reads --query-gpu CSV (gpu_check rejects it as -q output, above): the controller's
+    nvidia-smi-query kind judges it alone."""
+    assert QUERY_GPU_CSVS
+    checks = judges.judge_text("nvidia-smi-query", samples.read(path), {})
+    assert {r.check for r in checks} >= {"gpu.count"}
