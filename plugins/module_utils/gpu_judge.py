@@ -68,7 +68,9 @@ TOPOLOGY_KEYS = {
     "nvlinks_per_gpu": Key(("int",), "NVLinks every GPU must have up"),
     "nvswitch": NVSWITCH,
     "nvlink_generation": Key(
-        ("int",), "NVLinks per GPU on NVSwitch boards: 2: 6, 3: 12, 4 and 5: 18", requires=("nvswitch",)
+        ("int",),
+        "2 to 5: on NVSwitch boards gives nvlinks_per_gpu when that is unset (V100 6, A100 12, H100 and B200 18)",
+        requires=("nvswitch",),
     ),
 }
 # judge_xid on a kernel log: every Xid/SXid is judged, nothing to expect.

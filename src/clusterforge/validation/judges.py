@@ -250,3 +250,18 @@ def plan_expectation(text: str, fabric: str | None = None, source: str = "cablin
 def overall(results: list) -> str:
     """The verdict of a list of results, by the node checks' verdict order."""
     return load("verdicts").overall(results)
+
+
+def keys_markdown() -> str:
+    """The README's table of kinds and the expectation keys each reads, from the judges' tables."""
+    lines = ["| kind | judges | key | type | meaning |", "|---|---|---|---|---|"]
+    for name, spec in sorted(KINDS.items()):
+        first = f"`{name}` | {spec.reads}"
+        table = spec.key_table
+        if not table:
+            lines.append(f"| {first} | (none) | | every event is judged |")
+        for key, entry in table.items():
+            meaning = entry.meaning + (f"; read only with {', '.join(entry.requires)}" if entry.requires else "")
+            lines.append(f"| {first} | `{key}` | {' or '.join(entry.types)} | {meaning.replace('|', '/')} |")
+            first = "|"
+    return "\n".join(lines)

@@ -14,6 +14,7 @@ from clusterforge.cli import check as check_cli
 from clusterforge.cli import main
 from clusterforge.validation import judges, report
 from clusterforge.validation.host_verdict import verdicts
+from tests.paths import PROJECT
 from tests.unit.plugins.module_utils.samples import fixture, load
 from tests.unit.plugins.modules.test_ib_check import sysfs
 
@@ -385,3 +386,13 @@ def test_sysfs_tree_is_judged_from_a_directory(tmp_path, capsys):
     assert rate["measured"] == {"mlx5_0/1": 400.0, "mlx5_1/1": 200.0}
     with pytest.raises(errors.UsageError, match="is not one"):
         cli("check", "judge", "ib-sysfs", str(fixture("ibstat", "p100-host-connectx3-fdr56-active.txt")))
+
+
+def test_the_readme_lists_every_kind_with_the_keys_its_judge_reads():
+    readme = (PROJECT / "README.md").read_text()
+    start = readme.index("<!-- check-judge-keys: generated from the judges' key tables -->\n")
+    table = readme[readme.index("\n", start) + 1 : readme.index("\n<!-- /check-judge-keys -->")]
+    assert table == judges.keys_markdown(), "README table of kinds and keys is stale: print keys_markdown() anew"
+    kinds = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")}
+    assert kinds == set(judges.KINDS)
+    assert {"nvidia-smi-query", "ib_write_bw", "xid", "ib-sysfs"} <= kinds  # the issue's new kinds
