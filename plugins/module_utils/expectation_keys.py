@@ -54,14 +54,18 @@ def type_text(key: Key) -> str:
     return " or ".join(key.types)
 
 
+def _key(what: str, table: dict, name: str) -> Key:
+    key = table.get(name)
+    if key is None:
+        raise ExpectationError(f"{name}: {what} reads no such key; its keys: {', '.join(sorted(table)) or 'none'}")
+    return key
+
+
 def validate(what: str, table: dict, expected: dict) -> None:
     """Raise ExpectationError for a key the table does not hold, a value of another type, or a key
     given without the keys it is read with. ``what`` names the judge or kind in the message."""
-    known = ", ".join(sorted(table)) or "none"
     for name, value in expected.items():
-        key = table.get(name)
-        if key is None:
-            raise ExpectationError(f"{name}: {what} reads no such key; its keys: {known}")
+        key = _key(what, table, name)
         if not any(_is(value, t) for t in key.types):
             raise ExpectationError(f"{what}: {name} must be {type_text(key)}, got {value!r}")
         missing = [other for other in key.requires if not expected.get(other)]
@@ -100,10 +104,7 @@ def _from_text(text: str, type_name: str) -> Any:
 def from_text(what: str, table: dict, name: str, text: str) -> Any:
     """A KEY=VALUE value typed by the table: text stays text for str keys ("12.10" is not 12.1),
     lists are comma-separated or JSON, dicts JSON."""
-    key = table.get(name)
-    if key is None:
-        known = ", ".join(sorted(table)) or "none"
-        raise ExpectationError(f"{name}: {what} reads no such key; its keys: {known}")
+    key = _key(what, table, name)
     for type_name in key.types:
         try:
             return _from_text(text, type_name)

@@ -51,73 +51,69 @@ def load(name: str) -> ModuleType:
 @dataclass(frozen=True)
 class Kind:
     """A command output the controller can judge: plugins/module_utils/<parser>.py's <parse>(text,
-    source=...) reads it, judge(parsed, expected) judges it as the node module does, and
-    <judge_module>.<keys> is the table of the expectation keys that judge reads."""
+    source=...) reads it, judge(parsed, expected) judges it as the node module does, and the
+    tables ((module, name) pairs in plugins/module_utils) hold the expectation keys it reads."""
 
     parser: str
     parse: str
     reads: str
     judge: Callable[[Any, dict[str, Any]], list]
-    judge_module: str
-    keys: str
+    tables: tuple[tuple[str, str], ...]
     takes_source: bool = True  # the kernel-log reader raises nothing, so it names no source
     directory: bool = False  # FILE is a directory tree (a copy of /sys/class/infiniband)
 
     @property
     def key_table(self) -> dict:
-        return getattr(load(self.judge_module), self.keys)
+        """The keys of every table of the kind (a kind judged by two judges reads both tables)."""
+        merged: dict = {}
+        for module, name in self.tables:
+            merged.update(getattr(load(module), name))
+        return merged
 
 
-def _call(module: str, function: str, convert: str | None = None, one: bool = False) -> Callable[[Any, dict], list]:
-    """judge(parsed, expected): <module>.<function>, after ib_judge.<convert> where given; one
-    wraps a judge that returns one result."""
+def _call(module: str, function: str, convert: str | None = None) -> Callable[[Any, dict], list]:
+    """judge(parsed, expected): <module>.<function>, after ib_judge.<convert> where given."""
 
     def judge(parsed: Any, expected: dict[str, Any]) -> list:
         if convert is not None:
             parsed = getattr(load("ib_judge"), convert)(parsed)
-        found = getattr(load(module), function)(parsed, expected)
-        return [found] if one else found
+        return getattr(load(module), function)(parsed, expected)
 
     return judge
 
 
-# The judge calls are those of the modules: gpu_check (nvidia-smi -q, kernel log), ib_check
-# (sysfs, ibstat, ibv_devinfo), ib_bandwidth_check, nccl_check, cabling_check. dcgmi, topo -m (whose
-# GPU count gpu_check takes from nvidia-smi -q) and --query-gpu CSV have no node module of their own;
-# their judges are the ones a module would call.
+# The judge calls are those of the modules: gpu_check (nvidia-smi -q, topo -m, kernel log), ib_check
+# (sysfs, ibstat, ibv_devinfo), ib_bandwidth_check, nccl_check, cabling_check. gpu_check counts GPUs
+# from nvidia-smi -q only; the topo -m kind counts them too. dcgmi and --query-gpu CSV have no node
+# module; their judges are the ones a module would call.
 KINDS = {
     "nccl": Kind(
         "nccl_tests",
         "parse_nccl_tests",
         "nccl-tests output (all_reduce_perf, ...)",
         _call("nccl_judge", "judge_nccl"),
-        "nccl_judge",
-        "NCCL_KEYS",
+        (("nccl_judge", "NCCL_KEYS"),),
     ),
     "ibstat": Kind(
         "ibstat",
         "parse_ibstat",
         "ibstat",
         _call("ib_judge", "judge_ib_ports", "ports_from_ibstat"),
-        "ib_judge",
-        "PORT_KEYS",
+        (("ib_judge", "PORT_KEYS"),),
     ),
     "ibv_devinfo": Kind(
         "ibv_devinfo",
         "parse_ibv_devinfo",
         "ibv_devinfo [-v]",
         _call("ib_judge", "judge_ib_ports", "ports_from_ibv_devinfo"),
-        "ib_judge",
-        "PORT_KEYS",
+        (("ib_judge", "PORT_KEYS"),),
     ),
     "ib-sysfs": Kind(
         "ib_sysfs",
         "read_ib_sysfs",
         "a copy of /sys/class/infiniband",
         _call("ib_judge", "judge_ib_ports", "ports_from_sysfs"),
-        "ib_judge",
-        "SYSFS_PORT_KEYS",
-        takes_source=False,
+        (("ib_judge", "SYSFS_PORT_KEYS"),),
         directory=True,
     ),
     "ib_write_bw": Kind(
@@ -125,40 +121,35 @@ KINDS = {
         "parse_perftest",
         "ib_write_bw (perftest) client output",
         _call("ib_judge", "judge_perftest"),
-        "ib_judge",
-        "PERFTEST_KEYS",
+        (("ib_judge", "PERFTEST_KEYS"),),
     ),
     "nvidia-smi-q": Kind(
         "nvidia_smi",
         "parse_query",
         "nvidia-smi -q or -q -x",
         _call("gpu_judge", "judge_gpus"),
-        "gpu_judge",
-        "QUERY_KEYS",
+        (("gpu_judge", "QUERY_KEYS"),),
     ),
     "nvidia-smi-query": Kind(
         "nvidia_smi",
         "parse_query_gpu_csv",
         "nvidia-smi --query-gpu=... --format=csv[,nounits]",
         _call("gpu_csv_judge", "judge_query_gpu_csv"),
-        "gpu_csv_judge",
-        "CSV_KEYS",
+        (("gpu_csv_judge", "CSV_KEYS"),),
     ),
     "nvidia-smi-topo": Kind(
         "nvidia_topo",
         "parse_topo_matrix",
         "nvidia-smi topo -m",
         _call("gpu_judge", "judge_topology"),
-        "gpu_judge",
-        "TOPOLOGY_KEYS",
+        (("gpu_judge", "TOPOLOGY_KEYS"),),
     ),
     "xid": Kind(
         "xid",
         "parse_kernel_log",
         "journalctl -k or dmesg",
         lambda parsed, expected: [load("gpu_judge").judge_xid(parsed)],
-        "gpu_judge",
-        "XID_KEYS",
+        (("gpu_judge", "XID_KEYS"),),
         takes_source=False,
     ),
     "ibnetdiscover": Kind(
@@ -166,11 +157,14 @@ KINDS = {
         "parse_ibnetdiscover_ports",
         "ibnetdiscover -p",
         _call("cabling_judge", "judge_cabling"),
-        "cabling_judge",
-        "CABLING_KEYS",
+        (("cabling_judge", "CABLING_KEYS"),),
     ),
     "dcgmi": Kind(
-        "dcgmi", "parse_dcgmi_diag", "dcgmi diag -r N", _call("gpu_judge", "judge_dcgmi"), "gpu_judge", "DCGMI_KEYS"
+        "dcgmi",
+        "parse_dcgmi_diag",
+        "dcgmi diag -r N",
+        _call("gpu_judge", "judge_dcgmi"),
+        (("gpu_judge", "DCGMI_KEYS"),),
     ),
 }
 # Earlier names of kinds, still accepted.
