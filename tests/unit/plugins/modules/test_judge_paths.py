@@ -215,6 +215,8 @@ def test_every_recorded_output_kind_has_both_paths():
 
 def controller(route: Route, text: str, expected: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
     """The controller's checks by name (less its controller_only ones), or None when it rejects the output."""
+    # Every expectation of a route is one the kind's judge reads, so a UsageError below is the output's.
+    judges.load("expectation_keys").validate(route.kind, judges.KINDS[route.kind].key_table, expected)
     try:
         results = judges.judge_text(route.kind, text, expected)
     except UsageError:
