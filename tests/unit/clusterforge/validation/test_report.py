@@ -396,3 +396,12 @@ def test_the_readme_lists_every_kind_with_the_keys_its_judge_reads():
     kinds = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")}
     assert kinds == set(judges.KINDS)
     assert {"nvidia-smi-query", "ib_write_bw", "xid", "ib-sysfs"} <= kinds  # the new kinds
+
+
+def test_judge_help_lists_the_keys_of_every_kind(capsys):
+    with pytest.raises(SystemExit):
+        main(["check", "judge", "--help"])
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    assert "nvidia-smi-topo: gpu_count (int), nvlinks_per_gpu (int), nvswitch (bool), nvlink_generation (int)" in lines
+    assert "xid: none" in lines
+    assert sum(1 for line in lines if line.split(":")[0] in judges.KINDS) == len(judges.KINDS)
