@@ -338,12 +338,12 @@ def _dragonfly(plan: FabricPlan, cabled: list[Endpoint]) -> None:
     for group, names in enumerate(routers, start=1):
         plan.switches.extend(Switch(name, "router", group=group) for name in names)
     # Node ports fill the routers in order, p per router.
-    flat = [(e, port) for e in cabled for port in e.ports]
-    placed = [(e, port, routers[i // (p * a)][(i // p) % a]) for i, (e, port) in enumerate(flat)]
-    for endpoint, _, router in placed:
-        attached = plan.attachments.setdefault(endpoint.host.name, [])
-        if router not in attached:
-            attached.append(router)
+    port_routers = [name for names in routers for name in names for _ in range(p)][:terminals]
+    position = 0
+    for endpoint in cabled:
+        taken = port_routers[position : position + len(endpoint.ports)]
+        plan.attachments[endpoint.host.name] = list(dict.fromkeys(taken))
+        position += len(taken)
     spare = dragonfly.spare_port_group(a, h, g)
     if spare is not None:
         # A group's k-th global link takes a port on router k % a: the one never taken is number a*h - 1.
@@ -356,18 +356,22 @@ def _dragonfly(plan: FabricPlan, cabled: list[Endpoint]) -> None:
             )
         )
     if plan.complete:
-        _dragonfly_links(plan, routers, placed)
+        _dragonfly_links(plan, routers, cabled, port_routers)
 
 
-def _dragonfly_links(plan: FabricPlan, routers: list[list[str]], placed: list[tuple[Endpoint, str, str]]) -> None:
-    """Terminal, local (all-to-all inside a group) and global links (dragonfly.pair_links)."""
+def _dragonfly_links(
+    plan: FabricPlan, routers: list[list[str]], cabled: list[Endpoint], port_routers: list[str]
+) -> None:
+    """Terminal links (node port i to port_routers[i]), local (all-to-all inside a group) and
+    global links (dragonfly.pair_links)."""
     spec = plan.spec
     df = spec.dragonfly
     p, a, h, g = df.terminals_per_router, df.routers_per_group, df.global_links_per_router, df.groups
     speed = spec.switch.port_speed_gbps
     ports = _Ports(spec.switch.radix)
-    for endpoint, port_name, router in placed:
-        plan.links.append(Link("terminal", endpoint.host.name, port_name, router, ports.take(router), speed))
+    flat = [(e.host.name, port) for e in cabled for port in e.ports]
+    for (host, port_name), router in zip(flat, port_routers, strict=True):
+        plan.links.append(Link("terminal", host, port_name, router, ports.take(router), speed))
     for names in routers:
         for name in names:
             ports.used[name] = p  # local ports follow the terminal block
