@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import islice
 
 from clusterforge.topology import dragonfly
 from clusterforge.topology.hosts import Host
@@ -337,8 +338,8 @@ def _dragonfly(plan: FabricPlan, cabled: list[Endpoint]) -> None:
     routers = [[f"{plan.name}-g{group:02d}-r{router:02d}" for router in range(1, a + 1)] for group in range(1, g + 1)]
     for group, names in enumerate(routers, start=1):
         plan.switches.extend(Switch(name, "router", group=group) for name in names)
-    # Node ports fill the routers in order, p per router.
-    port_routers = [name for names in routers for name in names for _ in range(p)][:terminals]
+    # Node ports fill the routers in order, p per router (only as many as there are node ports).
+    port_routers = list(islice((name for names in routers for name in names for _ in range(p)), terminals))
     position = 0
     for endpoint in cabled:
         taken = port_routers[position : position + len(endpoint.ports)]
