@@ -14,6 +14,8 @@ from clusterforge.errors import UsageError
 from clusterforge.topology import ClusterPlan, TopologyError, load
 
 console = Console()
+# Warnings go to stderr so that stdout stays what a script parses (show --json).
+warnings = Console(stderr=True)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -36,6 +38,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     # validate needs no links: every size check is made without them (fabric.generate).
     plan = _load(args.file, links=args.topology_command != "validate")
+    for line in plan.warning_lines():
+        warnings.print(f"warning: {line}", highlight=False, soft_wrap=True)
     handler = {"show": _show, "validate": _validate, "render": _render, "draw": _draw}[args.topology_command]
     return handler(plan, args)
 
@@ -98,11 +102,14 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
     for column in ("fabric", "kind", "switches", "links", "cables"):
         fabrics.add_column(column)
     for name, fabric in summary["fabrics"].items():
+        links = _counts(fabric["links"])
+        if "global_ports" in fabric:
+            links += "\nglobal ports: {used} of {available} used".format(**fabric["global_ports"])
         fabrics.add_row(
             name,
             f"{fabric['purpose']}, {fabric['link_layer']}, {fabric['topology']}, {fabric['switch_model']}",
             _counts(fabric["switches"]),
-            _counts(fabric["links"]),
+            links,
             _counts(fabric["cables"]),
         )
     console.print(fabrics)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import islice
 
+from clusterforge.topology import dragonfly
 from clusterforge.topology.hosts import Host
 from clusterforge.topology.model import Fabric, Topology
 
@@ -53,6 +55,8 @@ class FabricPlan:
     # False when generated without the spine and core links (inventory use): counts of
     # links and cables from such a plan would be short.
     complete: bool = True
+    # (field under the fabric's settings, message): what is built but deserves a look
+    warnings: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
 
     def tiers(self) -> list[str]:
         return [t for t in ("leaf", "spine", "core", "router") if any(s.tier == t for s in self.switches)]
@@ -316,7 +320,6 @@ def _dragonfly(plan: FabricPlan, cabled: list[Endpoint]) -> None:
         df.groups,
     )
     radix = spec.switch.radix
-    speed = spec.switch.port_speed_gbps
     needed = p + (a - 1) + h
     if needed > radix:
         raise FabricSizeError(
@@ -332,41 +335,58 @@ def _dragonfly(plan: FabricPlan, cabled: list[Endpoint]) -> None:
         raise FabricSizeError(
             f"{terminals} node ports exceed the dragonfly's p*a*g = {p * a * g} terminals", ("dragonfly",)
         )
-    ports = _Ports(radix)
     routers = [[f"{plan.name}-g{group:02d}-r{router:02d}" for router in range(1, a + 1)] for group in range(1, g + 1)]
     for group, names in enumerate(routers, start=1):
         plan.switches.extend(Switch(name, "router", group=group) for name in names)
-    flat = [(e, port) for e in cabled for port in e.ports]
-    for position, (endpoint, port_name) in enumerate(flat):
-        router = routers[position // (p * a)][(position // p) % a]
-        plan.links.append(Link("terminal", endpoint.host.name, port_name, router, ports.take(router), speed))
-        attached = plan.attachments.setdefault(endpoint.host.name, [])
-        if router not in attached:
-            attached.append(router)
+    # Node ports fill the routers in order, p per router (only as many as there are node ports).
+    port_routers = list(islice((name for names in routers for name in names for _ in range(p)), terminals))
+    position = 0
+    for endpoint in cabled:
+        taken = port_routers[position : position + len(endpoint.ports)]
+        plan.attachments[endpoint.host.name] = list(dict.fromkeys(taken))
+        position += len(taken)
+    spare = dragonfly.spare_port_group(a, h, g)
+    if spare is not None:
+        # A group's k-th global link takes a port on router k % a: the one never taken is number a*h - 1.
+        router = routers[spare][(a * h - 1) % a]
+        plan.warnings.append(
+            (
+                ("dragonfly",),
+                f"global port {p + (a - 1) + h} of router {router} stays free: g*a*h = {g}*{a}*{h} = {g * a * h} "
+                "global ports is odd and a link takes two",
+            )
+        )
+    if plan.complete:
+        _dragonfly_links(plan, routers, cabled, port_routers)
+
+
+def _dragonfly_links(
+    plan: FabricPlan, routers: list[list[str]], cabled: list[Endpoint], port_routers: list[str]
+) -> None:
+    """Terminal links (node port i to port_routers[i]), local (all-to-all inside a group) and
+    global links (dragonfly.pair_links)."""
+    spec = plan.spec
+    df = spec.dragonfly
+    p, a, h, g = df.terminals_per_router, df.routers_per_group, df.global_links_per_router, df.groups
+    speed = spec.switch.port_speed_gbps
+    ports = _Ports(spec.switch.radix)
+    flat = [(e.host.name, port) for e in cabled for port in e.ports]
+    for (host, port_name), router in zip(flat, port_routers, strict=True):
+        plan.links.append(Link("terminal", host, port_name, router, ports.take(router), speed))
     for names in routers:
         for name in names:
             ports.used[name] = p  # local ports follow the terminal block
         for i, first in enumerate(names):
             for second in names[i + 1 :]:
                 plan.links.append(Link("local", first, str(ports.take(first)), second, ports.take(second), speed))
-    # Global links: every pair of groups gets the same number of links, spread over
-    # the routers of each group in turn.
-    per_pair = (a * h) // (g - 1)
+    # Each group's global links go to its routers in turn, so no router takes more than h.
     next_port = [0] * g
-    for first in range(g):
-        for second in range(first + 1, g):
-            for _ in range(per_pair):
-                a_router = routers[first][next_port[first] % a]
-                b_router = routers[second][next_port[second] % a]
-                next_port[first] += 1
-                next_port[second] += 1
-                plan.links.append(
-                    Link(
-                        "global",
-                        a_router,
-                        str(ports.take(a_router)),
-                        b_router,
-                        ports.take(b_router),
-                        speed,
-                    )
-                )
+    for first, second, count in dragonfly.pair_links(a, h, g):
+        for _ in range(count):
+            a_router = routers[first][next_port[first] % a]
+            b_router = routers[second][next_port[second] % a]
+            next_port[first] += 1
+            next_port[second] += 1
+            plan.links.append(
+                Link("global", a_router, str(ports.take(a_router)), b_router, ports.take(b_router), speed)
+            )

@@ -9,6 +9,7 @@ so a long cluster name fails here rather than at `kubectl label`."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from clusterforge.topology import ClusterPlan
@@ -28,6 +29,9 @@ class LabelError(ValueError):
     """A label key or value that Kubernetes would refuse."""
 
 
+# Most labels repeat across hosts (cluster, role, a unit's leaf): checking each distinct pair
+# once keeps `topology validate` at 200,000 hosts from spending seconds on 1.4 million regexes.
+@functools.lru_cache(maxsize=1 << 16)
 def check_label(key: str, value: str) -> None:
     """Raise LabelError unless `key: value` is a valid Kubernetes label."""
     prefix, slash, name = key.rpartition("/")

@@ -1,5 +1,6 @@
 """The counts an engineer checks first, as one stable JSON-able document: hosts per role,
-GPUs per model, and per fabric its switches and links per tier and its cables by kind."""
+GPUs per model, and per fabric its switches and links per tier, its cables by kind and, for
+a dragonfly, its global ports used and available."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def _fabric(plan: ClusterPlan, name: str) -> dict[str, Any]:
     spec = fabric.spec
     switches = Counter(s.tier for s in fabric.switches)
     links = Counter(link.tier for link in fabric.links)
-    return {
+    found = {
         "purpose": spec.purpose,
         "link_layer": spec.link_layer,
         "topology": spec.topology,
@@ -73,3 +74,10 @@ def _fabric(plan: ClusterPlan, name: str) -> dict[str, Any]:
         "links": {tier: links[tier] for tier in bom.LINK_TIERS if links[tier]},
         "cables": bom.media_counts(fabric),
     }
+    if spec.topology == "dragonfly":
+        df = spec.dragonfly
+        found["global_ports"] = {
+            "used": 2 * links["global"],
+            "available": df.groups * df.routers_per_group * df.global_links_per_router,
+        }
+    return found

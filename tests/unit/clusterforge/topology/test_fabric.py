@@ -323,37 +323,88 @@ def test_too_many_pods_for_the_core_is_refused(tmp_path):
 # --- dragonfly ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("p", "a", "h", "g", "nodes"),
-    [
-        (16, 16, 32, 5, 1280),  # the dragonfly-1k example
-        (4, 4, 2, 9, 144),  # the most groups a*h + 1 allows, every terminal used
-        (2, 3, 1, 4, 20),  # 3 routers x 1 global link: one link per pair; 24 terminals, 20 used
-        (3, 4, 5, 3, 30),  # 20 global ports per group over 2 other groups: 10 links per pair
-    ],
-)
-def test_dragonfly(tmp_path, p, a, h, g, nodes):
+def dragonfly_file(tmp_path: Path, p: int, a: int, h: int, g: int, nodes: int) -> Path:
     df = {"terminals_per_router": p, "routers_per_group": a, "global_links_per_router": h, "groups": g}
-    radix = p + (a - 1) + h
-    fabric = load(
-        cluster(tmp_path, fabric={"topology": "dragonfly", "dragonfly": df}, count=nodes, radix=radix)
-    ).fabrics["compute"]
+    return cluster(tmp_path, fabric={"topology": "dragonfly", "dragonfly": df}, count=nodes, radix=p + (a - 1) + h)
+
+
+# p, a, h, g, nodes; then the global links worked out by hand: g*a*h ports, two per link.
+DRAGONFLIES = {
+    "1k-example": (16, 16, 32, 5, 1280, 1280),  # 512 ports per group / 4 partners: 128 per pair
+    "most-groups": (4, 4, 2, 9, 144, 36),  # g = a*h + 1: one link per pair
+    "one-per-pair": (2, 3, 1, 4, 20, 6),  # 24 terminals, 20 used
+    "two-groups-of-4": (3, 4, 5, 3, 30, 30),  # 20 ports over 2 partners: 10 per pair
+    "12-over-5": (1, 4, 3, 6, 6, 36),  # 2 or 3 per pair; 72 ports
+    "5-over-3": (1, 5, 1, 4, 4, 10),  # 1 or 2 per pair; 20 ports
+    "6-over-5": (1, 3, 2, 6, 6, 18),  # 1 or 2 per pair, the extra to opposite groups; 36 ports
+    "9-over-4-odd": (1, 3, 3, 5, 5, 22),  # 45 ports: odd, one stays free
+    "7-over-6-odd": (1, 7, 1, 7, 7, 24),  # 49 ports: odd, one stays free
+    "15-over-8-odd": (2, 5, 3, 9, 9, 67),  # remainder 7 = g - 2; 135 ports: one free
+}
+
+
+@pytest.mark.parametrize(("p", "a", "h", "g", "nodes", "global_links"), DRAGONFLIES.values(), ids=DRAGONFLIES.keys())
+def test_dragonfly(tmp_path, p, a, h, g, nodes, global_links):
+    fabric = load(dragonfly_file(tmp_path, p, a, h, g, nodes)).fabrics["compute"]
     switches, links = by_tier(fabric)
     assert switches == Counter(router=a * g)
     assert links["terminal"] == nodes and links["local"] == g * a * (a - 1) // 2
+    assert links["global"] == global_links
     group = {s.name: s.group for s in fabric.switches}
     # Inside a group, every router links to every other exactly once.
     local = Counter(frozenset((link.a, link.b)) for link in fabric.links if link.tier == "local")
     assert set(local.values()) == {1} and all(len({group[r] for r in pair}) == 1 for pair in local)
-    # Every pair of groups gets the same number of global links, using at most h ports per router.
+    # Every pair of groups gets the floor or the ceiling of a*h / (g - 1) links.
     pairs = Counter(frozenset((group[link.a], group[link.b])) for link in fabric.links if link.tier == "global")
     assert len(pairs) == g * (g - 1) // 2 and all(len(pair) == 2 for pair in pairs)
-    per_pair = set(pairs.values())
-    assert len(per_pair) == 1 and 1 <= per_pair.pop() <= a * h // (g - 1)
+    share = a * h / (g - 1)
+    assert set(pairs.values()) <= {math.floor(share), math.ceil(share)}
+    # Every global port is cabled but the one an odd total leaves; no router takes more than h.
     global_ports = Counter(r for link in fabric.links if link.tier == "global" for r in (link.a, link.b))
+    assert max(global_ports.values()) <= h
+    assert sum(global_ports.values()) == g * a * h - (g * a * h) % 2
     terminals = Counter(link.b for link in fabric.links if link.tier == "terminal")
-    assert max(global_ports.values()) <= h and max(terminals.values()) <= p
+    assert max(terminals.values()) <= p
     assert_cabling_is_sound(fabric)
+
+
+@pytest.mark.parametrize(("p", "a", "h", "g", "nodes", "_"), DRAGONFLIES.values(), ids=DRAGONFLIES.keys())
+def test_dragonfly_warns_of_the_port_an_odd_total_leaves_free(tmp_path, p, a, h, g, nodes, _):
+    plan = load(dragonfly_file(tmp_path, p, a, h, g, nodes))
+    fabric = plan.fabrics["compute"]
+    planned = p + (a - 1) + h  # terminal, local and global ports of every router
+    used = ports_by_switch(fabric)
+    free = sorted((router, port) for router in used for port in range(p + 1, planned + 1) if port not in used[router])
+    if g * a * h % 2 == 0:
+        assert free == [] and plan.warnings == []
+        return
+    assert len(free) == 1
+    router, port = free[0]
+    [(location, line, message)] = plan.warnings
+    assert location == ("fabrics", "compute", "dragonfly") and line is not None
+    assert f"global port {port} of router {router} stays free" in message and f"= {g * a * h} " in message
+
+
+def test_dragonfly_of_the_issue_cables_every_global_port(tmp_path):
+    # 390 groups of 32 routers with 16 global ports each: 199,680 ports, 512 per group for 389
+    # partners: 123 pairs per group get 2 links, 266 get 1, and 390 * 123 / 2 = 23,985 pairs have 2.
+    fabric = load(dragonfly_file(tmp_path, 1, 32, 16, 390, 390)).fabrics["compute"]
+    group = {s.name: s.group for s in fabric.switches}
+    pairs = Counter(frozenset((group[link.a], group[link.b])) for link in fabric.links if link.tier == "global")
+    assert pairs.total() == 99_840 and len(pairs) == 75_855
+    assert Counter(pairs.values()) == {2: 23_985, 1: 75_855 - 23_985}
+    global_ports = Counter(r for link in fabric.links if link.tier == "global" for r in (link.a, link.b))
+    assert len(global_ports) == 390 * 32 and set(global_ports.values()) == {16}
+
+
+@pytest.mark.parametrize(("p", "a", "h", "g", "nodes"), [(1, 3, 3, 5, 15), (4, 4, 2, 9, 144), (1, 4, 3, 6, 20)])
+def test_dragonfly_without_links_has_the_same_switches_attachments_and_warnings(tmp_path, p, a, h, g, nodes):
+    path = dragonfly_file(tmp_path, p, a, h, g, nodes)
+    full, bare = load(path), load(path, links=False)
+    assert bare.fabrics["compute"].links == [] and not bare.fabrics["compute"].complete
+    assert bare.fabrics["compute"].switches == full.fabrics["compute"].switches
+    assert bare.fabrics["compute"].attachments == full.fabrics["compute"].attachments
+    assert bare.warnings == full.warnings
 
 
 def test_dragonfly_example_uses_every_router_port_it_plans():

@@ -128,3 +128,42 @@ def test_missing_subcommand_uses_the_usage_exit_code():
     with pytest.raises(SystemExit) as exit_info:
         parse("topology")
     assert exit_info.value.code == EXIT_USAGE
+
+
+def _odd_dragonfly(tmp_path):
+    """5 groups of 3 routers with 3 global ports each: 45 ports, so 22 links and one port free."""
+    data = yaml.safe_load(SUPERPOD.read_text())
+    data["fabrics"]["compute"] = {
+        "purpose": "compute",
+        "link_layer": "infiniband",
+        "topology": "dragonfly",
+        # 127 nodes of 8 HCAs: 1,016 terminals of the 5 * 3 * 68 = 1,020
+        "dragonfly": {"terminals_per_router": 68, "routers_per_group": 3, "global_links_per_router": 3, "groups": 5},
+        "switch": {"model": "r", "radix": 68 + 2 + 3, "port_speed_gbps": 400},
+    }
+    del data["addressing"]["ipoib"]  # IPoIB is for a rail-optimised InfiniBand fabric
+    path = tmp_path / "odd.topology.yml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_show_reports_dragonfly_global_ports(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(topology_cli.console, "width", 200)  # wide enough that no cell wraps
+    path = _odd_dragonfly(tmp_path)
+    assert summarise(load(path))["fabrics"]["compute"]["global_ports"] == {"used": 44, "available": 45}
+    assert "global_ports" not in summarise(load(SUPERPOD))["fabrics"]["compute"]
+    assert topology_cli.run(parse("topology", "show", str(path))) == 0
+    assert "global ports: 44 of 45 used" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [("validate",), ("show", "--json")], ids=["validate", "show"])
+def test_a_free_global_port_is_a_warning_on_stderr(tmp_path, capsys, command):
+    path = _odd_dragonfly(tmp_path)
+    assert topology_cli.run(parse("topology", *command, str(path))) == 0
+    captured = capsys.readouterr()
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if text.strip() == "dragonfly:")
+    assert captured.err.strip() == (
+        f"warning: {path}:{line}: fabrics.compute.dragonfly: global port 73 of router compute-g05-r03 stays free: "
+        "g*a*h = 5*3*3 = 45 global ports is odd and a link takes two"
+    )
+    assert "warning" not in captured.out
