@@ -116,6 +116,16 @@ def failed_run(check: str, failure: ToolFailed, rc: int | None = None) -> CheckR
     return CheckResult(check, FAIL, rc or None, "a complete run", f"{exited}{failure}")
 
 
+def not_positive(expected: dict, *keys: str) -> str | None:
+    """Why a bandwidth threshold cannot be judged against (it is divided by): the first of the keys
+    whose value is 0 or less, named with its value; None when all are above 0 or not given."""
+    for key in keys:
+        value = expected.get(key)
+        if value is not None and not value > 0:
+            return f"{key} must be above 0, got {value!r}: nothing to judge against"
+    return None
+
+
 def severity(status: str) -> int:
     """Rank of a status in the verdict order (higher is worse); anything unknown ranks as FAIL, so a
     record that is not understood can never pass."""

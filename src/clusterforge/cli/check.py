@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,20 @@ def parse_expectations(pairs: list[str]) -> dict[str, Any]:
                 expected[key] = json.loads(value)
             except json.JSONDecodeError:
                 expected[key] = value
+            if not _finite(expected[key]):
+                raise UsageError(f"--expect {key}={value}: expected a finite number, not NaN or infinity")
     return expected
+
+
+def _finite(value: Any) -> bool:
+    """False for NaN and infinities anywhere in a JSON value (json.loads reads NaN, Infinity, 1e999)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_finite(item) for item in value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    return True
 
 
 def _read(path: str) -> str:
@@ -113,7 +127,8 @@ def _judge(args: argparse.Namespace) -> int:
     status = judges.overall(results)
     if args.json:
         document = {"kind": args.kind, "file": args.file, "status": status, "checks": [r.as_dict() for r in results]}
-        sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+        # allow_nan=False: NaN and Infinity are not JSON, and a consumer's parser would reject them.
+        sys.stdout.write(json.dumps(document, indent=2, default=str, allow_nan=False) + "\n")
     else:
         table = Table(title=f"{args.kind}: {args.file}")
         for column in ("check", "status", "measured", "expected", "message"):

@@ -119,14 +119,34 @@ KINDS = {
 }
 
 
+# The check a run that stopped early is reported under, named as its node module names it (see
+# verdicts.failed_run): nccl_check's <label>.run, ib_check's ib.command, ...
+RUN_CHECKS = {
+    "nccl": "nccl.run",
+    "ibstat": "ib.command",
+    "ibv_devinfo": "ib.command",
+    "ib_write_bw": "ib.write_bw",
+    "nvidia-smi-q": "gpu.driver",
+    "nvidia-smi-topo": "gpu.topology",
+    "kernel-log": "gpu.xid",
+    "ibnetdiscover": "cabling.discover",
+    "dcgmi": "dcgmi.run",
+}
+
+
 def judge_text(kind: str, text: str, expected: dict[str, Any], source: str = "") -> list:
-    """Parse and judge one output with the modules' own code; ParseError becomes UsageError."""
+    """Parse and judge one output with the modules' own code. Output that is not the tool's
+    (ParseError) becomes UsageError; the tool's own output of a run that stopped early (ToolFailed)
+    is judged as the modules judge it: one failed check quoting the reason."""
     spec = KINDS[kind]
     parse = getattr(load(spec.parser), spec.parse)
+    verdicts = load("verdicts")
     try:
         parsed = parse(text, source=source or kind) if spec.takes_source else parse(text)
-    except load("verdicts").ParseError as exc:
+    except verdicts.ParseError as exc:
         raise UsageError(f"not {spec.reads} output: {exc}") from None
+    except verdicts.ToolFailed as exc:
+        return [verdicts.failed_run(RUN_CHECKS[kind], exc)]
     return spec.judge(parsed, expected)
 
 

@@ -57,8 +57,12 @@ FAILED_RUNS = {
     "mpirun-256rank-unhandled-cuda-error-tail-nccl-tests-322.txt": (
         "HCA-14: Test NCCL failure common.cu:1204 'unhandled cuda error"
     ),
-    "p100-8gpu-nccl1-unhandled-cuda-error-old-format-nccl-tests-5.txt": "NCCL failure all_reduce.cu:95 'unhandled cuda error'",
-    "rtx-a6000-2node-mpirun-nccl-internal-error-nccl-tests-219.txt": "fengyun: Test NCCL failure common.cu:959 'internal error",
+    "p100-8gpu-nccl1-unhandled-cuda-error-old-format-nccl-tests-5.txt": (
+        "NCCL failure all_reduce.cu:95 'unhandled cuda error'"
+    ),
+    "rtx-a6000-2node-mpirun-nccl-internal-error-nccl-tests-219.txt": (
+        "fengyun: Test NCCL failure common.cu:959 'internal error"
+    ),
     "v100-1gpu-cuda-failure-unknown-error-deepops-nccl-tests-66.txt": "Test CUDA failure common.cu:730 'unknown error'",
 }
 
