@@ -60,9 +60,7 @@ def test_a_run_that_stopped_early_fails_with_its_reason(capsys, kind, name, quot
     assert quoted in check["message"] and check["message"].startswith(name.split("/")[1])
 
 
-@pytest.mark.parametrize(
-    "text", ["", "bash: all_reduce_perf: command not found\n", "CA 'mlx5_0'\n\tCA type: MT4124\n"]
-)
+@pytest.mark.parametrize("text", ["", "bash: all_reduce_perf: command not found\n", "CA 'mlx5_0'\n\tCA type: MT4124\n"])
 def test_output_that_is_not_the_tools_is_unreadable_input(capsys, tmp_path, text):
     path = tmp_path / "out.txt"
     path.write_text(text)
@@ -103,9 +101,7 @@ def test_ib_write_bw_zero_rate_is_named_not_divided_by(capsys):
 def test_json_output_never_carries_nan(capsys, monkeypatch):
     """Were a judge ever to measure NaN, --json refuses to print it rather than write invalid JSON."""
     verdicts = judges.load("verdicts")
-    monkeypatch.setattr(
-        judges, "judge_text", lambda *args, **kwargs: [verdicts.result("x", "pass", math.nan, 1, "m")]
-    )
+    monkeypatch.setattr(judges, "judge_text", lambda *args, **kwargs: [verdicts.result("x", "pass", math.nan, 1, "m")])
     path = str(fixture("nccl_all_reduce_perf", "h100-8gpu-single-node-bitdeer.txt"))
     with pytest.raises(ValueError, match="not JSON compliant"):
         cli.main(["check", "judge", "nccl", path, "--json"])

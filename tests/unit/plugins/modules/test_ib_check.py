@@ -132,9 +132,10 @@ def test_ibstat_panic_fails(node, run, tmp_path, plain_pci):
     assert done.failed
     # ibstat's own panic line: a failed run quoting it, not unreadable output.
     assert done.status("ib.command") == "fail"
-    assert "ibstat reported an error: ibpanic: [1400444] main: stat of IB device 'mlx5_8'" in done.checks[
-        "ib.command"
-    ]["message"]
+    assert (
+        "ibstat reported an error: ibpanic: [1400444] main: stat of IB device 'mlx5_8'"
+        in done.checks["ib.command"]["message"]
+    )
     assert "ib.output" not in done.checks
 
 
