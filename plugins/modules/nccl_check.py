@@ -17,6 +17,9 @@ description:
   - Changes nothing on the node; it runs in check mode too (the benchmark is read-only).
   - "No GPU on this node is C(skipped: no hardware); a missing benchmark or launcher is
     C(skipped: all_reduce_perf not found). The module fails the host only when a check is C(fail)."
+  - "A run that stopped early (C(Test CUDA failure), C(Test NCCL failure), an MPI abort or srun
+    error on stdout or stderr, a table without its C(Avg bus bandwidth) line) is C(fail) on
+    C(nccl.<label>.run), quoting the reason; output that is not nccl-tests' fails C(nccl.<label>.output)."
   - "Replay mode: with O(replay_dir) or O(replay) the module judges a recorded output instead of
     running anything: C(<test>_perf.txt) for one node; for several, C(<test>_perf.<host1>+<host2>.txt)
     for exactly those nodes, else C(<test>_perf.<N>node.txt) for any N nodes (for example
