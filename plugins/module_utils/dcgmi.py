@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ansible.module_utils.verdicts import ParseError
+from ansible.module_utils.verdicts import ParseError, ToolFailed
 
 
 class DcgmiParseError(ParseError):
@@ -66,8 +66,11 @@ def parse_dcgmi_diag(text: str, source: str = "dcgmi diag") -> DcgmDiag:
         line = raw.strip()
         if not line:
             continue
-        if not line.startswith(("|", "+")) and (line.startswith("Error") or "Unable to" in line):
-            raise DcgmiParseError("dcgmi reported an error", source=source, line=number, text=line)
+        if line.startswith("Error"):
+            # dcgmi's own "Error: Unable to complete diagnostic ...": the diagnostic did not run.
+            raise ToolFailed(f"dcgmi reported an error: {line[:300]}", source=source, line=number)
+        if not line.startswith(("|", "+")) and "Unable to" in line:
+            raise DcgmiParseError("not dcgmi diag output", source=source, line=number, text=line)
         if match := _CATEGORY.match(line):
             category, last = match["name"], None
             continue

@@ -12,6 +12,7 @@ Types are the names Ansible argument specs use: int, float, bool, str, list, dic
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,9 +69,24 @@ def validate(what: str, table: dict, expected: dict) -> None:
         key = _key(what, table, name)
         if not any(_is(value, t) for t in key.types):
             raise ExpectationError(f"{what}: {name} must be {type_text(key)}, got {value!r}")
-        missing = [other for other in key.requires if not expected.get(other)]
+        if not _finite(value):
+            raise ExpectationError(f"{what}: {name} must be a finite number, not NaN or infinity, got {value!r}")
+        # A required key counts as given unless absent, None or False (nvswitch=false); 0 is given,
+        # so the judge can say that a zero threshold is wrong.
+        missing = [other for other in key.requires if expected.get(other) is None or expected.get(other) is False]
         if missing:
             raise ExpectationError(f"{what}: {name} is read only with {', '.join(missing)} set ({key.meaning})")
+
+
+def _finite(value: Any) -> bool:
+    """False for NaN or an infinity anywhere in a value (json.loads and float() read NaN, Infinity, 1e999)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return all(_finite(item) for item in value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    return True
 
 
 def _from_text(text: str, type_name: str) -> Any:

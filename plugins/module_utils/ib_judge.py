@@ -12,7 +12,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible.module_utils.expectation_keys import Key
-from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, CheckResult, result, skipped, worst
+from ansible.module_utils.verdicts import (
+    FAIL,
+    NO_HARDWARE,
+    PASS,
+    SKIPPED,
+    WARN,
+    CheckResult,
+    not_positive,
+    result,
+    skipped,
+    worst,
+)
 
 # Port error counters (IBTA PortCounters, /sys/class/infiniband/*/ports/*/counters). Nonzero means
 # the link saw bit errors, retrains or drops since the counters were last cleared: a warning on its
@@ -316,8 +327,10 @@ def judge_perftest(runs, expected: dict, check: str = "ib.write_bw") -> list[Che
         return [skipped(check, NO_HARDWARE, rate)]
     best = best_bandwidth(runs)
     results = []
-    if rate is None:
-        results.append(result(check, SKIPPED, best, None, f"{best:.1f} Gb/s; no expected rate"))
+    refused = not_positive(expected, "rate_gbps")
+    if rate is None or refused:
+        why = refused or "no expected rate"
+        results.append(result(check, SKIPPED, best, None, f"{best:.1f} Gb/s; {why}"))
     else:
         need = rate * floor
         status = PASS if best >= need else FAIL

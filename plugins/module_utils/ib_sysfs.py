@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ansible.module_utils.verdicts import ParseError
+from ansible.module_utils.verdicts import ParseError, finite
 
 SYSFS_ROOT = "/sys/class/infiniband"
 
@@ -77,7 +77,10 @@ def _rate(path: str) -> tuple[float | None, str | None]:
     match = re.match(r"(\d+(?:\.\d+)?) Gb/sec", value)
     if not match:
         raise IbSysfsParseError("expected 'N Gb/sec (...)'", source=path, text=value)
-    return float(match[1]), value
+    try:
+        return finite(match[1]), value
+    except ValueError as exc:
+        raise IbSysfsParseError(str(exc), source=path, text=value) from None
 
 
 def _counters(directory: str) -> dict[str, int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ansible.module_utils.verdicts import ParseError
+from ansible.module_utils.verdicts import ParseError, raise_if_failed
 
 
 class IbnetdiscoverParseError(ParseError):
@@ -43,6 +43,9 @@ class FabricPort:
 
 
 _END = r"(?P<{p}type>CA|SW|RT)\s+(?P<{p}lid>\d+)\s+(?P<{p}port>\d+)\s+(?P<{p}guid>0x[0-9A-Fa-f]+)"
+# ibnetdiscover's own error lines ("ibnetdiscover: iberror: failed: discover failed", libibnetdisc's
+# "ibnd_discover_fabric: ..."); infiniband-diags' bare ibwarn/ibpanic lines could be any of its tools'.
+_FAILED = re.compile(r"^\s*ibnetdiscover: |\bibnd_discover_fabric\b")
 _LINE = re.compile(
     r"^" + _END.format(p="l") + r"\s+(?P<width>\d+x|\?+)\s+(?P<speed>\S+)"
     r"(?:\s+-\s+" + _END.format(p="r") + r"\s+\(\s*'(?P<lname>.*)'\s+-\s+'(?P<rname>.*)'\s*\)"
@@ -54,7 +57,7 @@ def _name(value: str | None) -> str | None:
     return value.strip() if value is not None else None
 
 
-def parse_ibnetdiscover_ports(text: str, source: str = "ibnetdiscover -p") -> tuple[FabricPort, ...]:
+def _ports(text: str, source: str) -> tuple[FabricPort, ...]:
     ports = []
     for number, raw in enumerate(text.replace("\r", "").splitlines(), start=1):
         if not raw.strip():
@@ -78,6 +81,15 @@ def parse_ibnetdiscover_ports(text: str, source: str = "ibnetdiscover -p") -> tu
     if not ports:
         raise IbnetdiscoverParseError("no port lines", source=source)
     return tuple(ports)
+
+
+def parse_ibnetdiscover_ports(text: str, source: str = "ibnetdiscover -p") -> tuple[FabricPort, ...]:
+    try:
+        return _ports(text, source)
+    except IbnetdiscoverParseError:
+        # No port list, only infiniband-diags' error lines: the discovery failed (no SM, no umad port).
+        raise_if_failed(text, _FAILED, source, "ibnetdiscover reported an error")
+        raise
 
 
 def unique_links(ports: tuple[FabricPort, ...]) -> tuple[FabricPort, ...]:

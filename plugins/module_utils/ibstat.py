@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ansible.module_utils.verdicts import ParseError
+from ansible.module_utils.verdicts import ParseError, ToolFailed, finite
 
 
 class IbstatParseError(ParseError):
@@ -69,7 +69,7 @@ def _port(number: int, fields: dict[str, str], source: str, line: int) -> IbPort
             number=number,
             state=fields["State"],
             physical_state=fields["Physical state"],
-            rate=float(rate) if rate else None,
+            rate=finite(rate) if rate else None,
             link_layer=fields.get("Link layer"),
             base_lid=_int(fields.get("Base lid")),
             sm_lid=_int(fields.get("SM lid")),
@@ -113,8 +113,11 @@ def parse_ibstat(text: str, source: str = "ibstat") -> tuple[IbCa, ...]:
         line = raw.strip()
         if not line:
             continue
-        if line.startswith(("ibpanic:", "ibwarn:", "ibstat: ")) or "No such file" in line:
-            raise IbstatParseError("ibstat reported an error", source=source, line=number, text=line)
+        if line.startswith(("ibpanic:", "ibwarn:", "ibstat: ")):
+            # infiniband-diags' own error lines: ibstat stopped (a device vanished while it listed them).
+            raise ToolFailed(f"ibstat reported an error: {line[:300]}", source=source, line=number)
+        if "No such file" in line:
+            raise IbstatParseError("not ibstat output", source=source, line=number, text=line)
         if match := _CA.match(line):
             close_ca()
             ca_name, ca_fields, ports = match["name"], {}, []

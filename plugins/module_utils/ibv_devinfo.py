@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ansible.module_utils.verdicts import ParseError
+from ansible.module_utils.verdicts import ParseError, ToolFailed
 
 
 class IbvDevinfoParseError(ParseError):
@@ -109,7 +109,7 @@ def parse_ibv_devinfo(text: str, source: str = "ibv_devinfo") -> tuple[IbvDevice
             if not line or line == "Device ports:":
                 continue
             if line.startswith(("No IB devices found", "Failed to")):
-                raise IbvDevinfoParseError("ibv_devinfo reported an error", line=number, text=line)
+                raise ToolFailed(f"ibv_devinfo reported an error: {line[:300]}", source=source, line=number)
             match = _KV.match(line)
             if not match:
                 # -v prints GID tables and capability flags on value-only continuation lines.

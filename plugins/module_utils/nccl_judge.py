@@ -10,7 +10,7 @@ every size, so it says more about the chosen size range than about the fabric.
 from __future__ import annotations
 
 from ansible.module_utils.expectation_keys import Key
-from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN, CheckResult, result, skipped
+from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN, CheckResult, not_positive, result, skipped
 
 EFFICIENCY_FLOOR = 0.80
 LARGE_MESSAGE_BYTES = 1 << 30
@@ -69,6 +69,9 @@ def _nodes(report, expected: dict) -> int:
 
 def expected_busbw(report, expected: dict) -> tuple[float | None, str]:
     """(GB/s, how it was derived) for this run, or (None, why not)."""
+    refused = not_positive(expected, "expected_busbw", "nic_rate_gbps", "rails")
+    if refused:
+        return None, refused
     if expected.get("expected_busbw") is not None:
         return float(expected["expected_busbw"]), "given"
     nodes = _nodes(report, expected)

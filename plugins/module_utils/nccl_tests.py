@@ -8,6 +8,11 @@ repeats time/algbw/busbw/<check> for out-of-place then in-place.
 Robust to what real logs contain: NCCL INFO/WARN lines between rows, mpirun --tag-output
 prefixes (``[1,0]<stdout>:``), srun --label prefixes (``0: ``), CRLF line ends, kubectl noise
 before the header, and a header whose leading "#" was lost. Stdlib only.
+
+A run that stopped early is a failed run, raised as ToolFailed with the reason quoted: a failure
+nccl-tests or the launcher reports (``Test CUDA failure``, ``Test NCCL failure``, an MPI abort, an
+srun error) without the closing "Avg bus bandwidth" line, the tool's header without any result
+row, or a table cut short. Output with none of nccl-tests' own lines is a ParseError.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ansible.module_utils.verdicts import ParseError
+from ansible.module_utils.verdicts import ParseError, ToolFailed, finite
 
 
 class NcclTestsParseError(ParseError):
@@ -91,7 +96,17 @@ _RANK = re.compile(
 _COLUMNS = re.compile(r"^#\s*size\s+count\s+type\b")
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d+)\s+(?P<verdict>\S+)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<bw>[0-9.]+)")
-_FAILURE = re.compile(r"Test (?:NCCL |CUDA )?failure|\bFAILED\b")
+# What ends a run early: nccl-tests' own "Test ... failure" (the NCCL 1.x form without "Test"),
+# and the launchers' words for a rank that died (Open MPI, PRRTE, Slurm).
+_ABORT = re.compile(
+    r"Test (?:NCCL |CUDA )?failure|\b(?:NCCL|CUDA) failure \S+\.cu:\d+"
+    r"|MPI_ABORT was invoked|Primary job\s+terminated normally, but"
+    r"|^(?:mpirun|prterun|mpiexec) (?:noticed|detected|has exited|was unable)"
+    r"|^srun: error: |^slurmstepd: error: |\*\*\* Process received signal \*\*\*"
+)
+_FAILURE = re.compile(r"\bFAILED\b|" + _ABORT.pattern)
+# A quoted error ('unhandled cuda error', 'system not yet initialized') says most about a failure.
+_QUOTED = re.compile(r"'[^']+'")
 
 # Row keys before the first "time" column, by layout seen in real outputs.
 _KEYS_BY_WIDTH = {
@@ -114,7 +129,7 @@ def _check_value(text: str, layout: str) -> tuple[int | None, float | None]:
         return None, None
     if layout == "wrong":
         return int(text), None
-    return None, float(text)
+    return None, finite(text)
 
 
 def _row(tokens: list[str], keys: tuple[str, ...], layout: str) -> NcclRow:
@@ -124,7 +139,7 @@ def _row(tokens: list[str], keys: tuple[str, ...], layout: str) -> NcclRow:
     def result(offset: int) -> NcclResult:
         time_us, algbw, busbw, check = tokens[offset : offset + 4]
         wrong, error = _check_value(check, layout)
-        return NcclResult(float(time_us), float(algbw), float(busbw), wrong, error)
+        return NcclResult(finite(time_us), finite(algbw), finite(busbw), wrong, error)
 
     return NcclRow(
         size=int(head["size"]),
@@ -177,7 +192,10 @@ def parse_nccl_tests(text: str, source: str = "nccl-tests") -> NcclReport:
         elif match := _OOB.match(line):
             oob, oob_ok = int(match["n"]), match["verdict"] == "OK"
         elif match := _AVG.match(line):
-            avg = float(match["bw"])
+            try:
+                avg = finite(match["bw"])
+            except ValueError as exc:
+                raise NcclTestsParseError(str(exc), source=source, line=number, text=line) from None
         elif line.lstrip()[:1].isdigit():
             tokens = line.split()
             if not (tokens[0].isdigit() and len(tokens) > 2 and tokens[1].isdigit()):
@@ -201,8 +219,26 @@ def parse_nccl_tests(text: str, source: str = "nccl-tests") -> NcclReport:
             failures.append(line.strip())
         elif "NCCL WARN" in line:
             warnings.append(line.strip())
-    if not rows:
-        raise NcclTestsParseError("no result rows (the test did not run or failed before the table)", source=source)
+    _raise_if_stopped_early(rows, avg, failures, bool(header or ranks or keys), source)
     return NcclReport(
         layout or "error", header, tuple(ranks), tuple(rows), avg, oob, oob_ok, tuple(failures), tuple(warnings)
     )
+
+
+def _raise_if_stopped_early(rows: list, avg: float | None, failures: list, started: bool, source: str) -> None:
+    """ToolFailed for a run that did not finish; ParseError for output that is not nccl-tests' at all.
+
+    A finished run ends with "# Avg bus bandwidth"; its failure lines (wrong values) are judged."""
+    stops = [f for f in failures if _ABORT.search(f)]
+    if stops and (not rows or avg is None):
+        reason = next((f for f in stops if _QUOTED.search(f)), stops[0])
+        more = f" (and {len(stops) - 1} more failure lines)" if len(stops) > 1 else ""
+        raise ToolFailed(f"the run failed: {reason}{more}", source=source)
+    if not rows:
+        if started:
+            raise ToolFailed("the run stopped before the result table", source=source)
+        raise NcclTestsParseError("no nccl-tests header, rank list or result table", source=source)
+    if avg is None and started:
+        raise ToolFailed(
+            f"the run stopped after {len(rows)} result rows, before the 'Avg bus bandwidth' line", source=source
+        )

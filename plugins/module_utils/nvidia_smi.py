@@ -19,11 +19,19 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-from ansible.module_utils.verdicts import ParseError
+from ansible.module_utils.verdicts import ParseError, raise_if_failed
 
 
 class NvidiaSmiParseError(ParseError):
     pass
+
+
+# What nvidia-smi prints instead of its report when NVML cannot reach the driver or a GPU (every
+# subcommand alike): the run failed, whatever the rest of the output holds.
+NVML_FAILED = re.compile(
+    r"NVIDIA-SMI has failed|Failed to initialize NVML|Unable to determine the device handle|"
+    r"^No devices were found|Driver/library version mismatch"
+)
 
 
 @dataclass(frozen=True)
@@ -413,6 +421,7 @@ def parse_query_xml(text: str, source: str = "nvidia-smi -q -x") -> NvidiaSmiRep
 
 def parse_query(text: str, source: str = "nvidia-smi") -> NvidiaSmiReport:
     """Either format, told apart by the first character."""
+    raise_if_failed(text, NVML_FAILED, source, "nvidia-smi failed")
     if text.lstrip().startswith("<"):
         return parse_query_xml(text, source)
     return parse_query_text(text, source)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ansible.module_utils.verdicts import ParseError
+from ansible.module_utils.nvidia_smi import NVML_FAILED
+from ansible.module_utils.verdicts import ParseError, raise_if_failed
 
 
 class TopoParseError(ParseError):
@@ -59,6 +60,7 @@ def _none(value: str | None) -> str | None:
 
 
 def parse_topo_matrix(text: str, source: str = "nvidia-smi topo -m") -> Topology:
+    raise_if_failed(text, NVML_FAILED, source, "nvidia-smi failed")
     lines = text.replace("\r", "").splitlines()
     header_at = next((i for i, line in enumerate(lines) if re.match(r"^\s+GPU0\b", line)), None)
     if header_at is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ansible.module_utils.verdicts import ParseError
+from ansible.module_utils.verdicts import ParseError, ToolFailed, finite, raise_if_failed
 
 
 class PerftestParseError(ParseError):
@@ -58,6 +58,9 @@ _BANNER = re.compile(r"^\s*(?P<test>[A-Za-z_ ]+ (?:BW|Lat) Test)\s*$")
 _TABLE = re.compile(r"^\s*#bytes\s+#iterations\s+BW peak\[(?P<unit>[^\]]+)\]")
 _SETTING = re.compile(r"([A-Za-z][A-Za-z0-9_ .*()-]*?)\s*:\s*(\S+(?: \S+)*?)(?=\s{2,}|\t|$)")
 _PER_QP = ("local address", "remote address", "GID:")  # one line per QP; not settings
+# perftest's own error lines: "Couldn't connect to HOST:PORT", "Unable to init the socket connection",
+# "Failed to modify QP to RTS", " Completion with error at client".
+_FAILED = re.compile(r"^\s*(?:Couldn't |Unable to |Failed to |Completion with error)")
 _SEPARATOR = re.compile(r"^\s*[-*]+\s*$")
 
 
@@ -95,10 +98,10 @@ def parse_perftest(text: str, source: str = "perftest") -> tuple[PerftestRun, ..
             tokens = line.split()
             if tokens[0].isdigit() and len(tokens) == columns:
                 try:
-                    values = [float(t) for t in tokens]
-                except ValueError:
+                    values = [finite(t) for t in tokens]
+                except ValueError as exc:
                     raise PerftestParseError(
-                        "bad number in result row", source=source, line=number, text=line
+                        f"bad number in result row: {exc}", source=source, line=number, text=line
                     ) from None
                 rows.append(
                     PerftestRow(
@@ -117,5 +120,8 @@ def parse_perftest(text: str, source: str = "perftest") -> tuple[PerftestRun, ..
                 settings[key.strip()] = value.strip()
     close()
     if not any(run.rows for run in runs):
-        raise PerftestParseError("no result rows (the test did not complete)", source=source)
+        raise_if_failed(text, _FAILED, source, "the test failed")
+        if test is not None or runs:
+            raise ToolFailed("the test stopped before its result rows", source=source)
+        raise PerftestParseError("no perftest banner or result rows", source=source)
     return tuple(run for run in runs if run.rows)

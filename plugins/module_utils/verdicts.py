@@ -1,10 +1,18 @@
-"""Verdicts of the node checks: the statuses and their order, one check's result, and the error every parser raises.
+"""Verdicts of the node checks: the statuses and their order, one check's result, and what parsers raise.
+
+A parser tells two things apart: output that is not its tool's at all (empty, "command not found",
+another tool's output) raises ParseError, which the caller reports as unreadable input; the tool's
+own output that stopped early (a CUDA or NCCL error, an MPI abort, a lost device) raises ToolFailed,
+a verdict on the run: failed_run() turns it into a fail quoting the tool's reason, on the nodes and
+on the controller alike.
 
 Stdlib only: Ansible ships this file to the nodes as ``ansible.module_utils.verdicts``.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -39,6 +47,35 @@ class ParseError(ValueError):
         super().__init__(detail)
 
 
+class ToolFailed(Exception):
+    """The tool's own output, cut short by a failure it reported: the run failed (not a ParseError)."""
+
+    def __init__(self, reason: str, *, source: str = "", line: int | None = None) -> None:
+        self.reason = reason
+        self.source = source
+        self.line = line
+        where = source or "output"
+        if line is not None:
+            where += f" line {line}"
+        super().__init__(f"{where}: {reason}")
+
+
+def raise_if_failed(text: str, marker: re.Pattern, source: str, what: str) -> None:
+    """ToolFailed quoting the first line where `marker` finds the tool's own failure message."""
+    for number, line in enumerate(text.replace("\r", "").splitlines(), start=1):
+        if marker.search(line):
+            raise ToolFailed(f"{what}: {line.strip()[:300]}", source=source, line=number)
+
+
+def finite(text: str) -> float:
+    """float(text), refusing inf and nan (also "1e999", which overflows to inf): no output of a
+    working tool holds one, and json cannot carry it."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {text!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """One verdict: what was checked, what was measured against what was expected, and why."""
@@ -71,6 +108,22 @@ def absent(check: str, reason: str, expected: Any = None, required: bool = False
     if required and expected:
         return CheckResult(check, FAIL, None, expected, f"required but absent ({reason}); expected {expected}")
     return skipped(check, reason, expected)
+
+
+def failed_run(check: str, failure: ToolFailed, rc: int | None = None) -> CheckResult:
+    """The verdict on a run that stopped early: fail, quoting the tool's reason (and its exit status)."""
+    exited = f"exited {rc}: " if rc else ""
+    return CheckResult(check, FAIL, rc or None, "a complete run", f"{exited}{failure}")
+
+
+def not_positive(expected: dict, *keys: str) -> str | None:
+    """Why a bandwidth threshold cannot be judged against (it is divided by): the first of the keys
+    whose value is 0 or less, named with its value; None when all are above 0 or not given."""
+    for key in keys:
+        value = expected.get(key)
+        if value is not None and not value > 0:
+            return f"{key} must be above 0, got {value!r}: nothing to judge against"
+    return None
 
 
 def severity(status: str) -> int:

@@ -120,7 +120,7 @@ from ansible.module_utils.cabling_judge import judge_cabling
 from ansible.module_utils.cabling_plan import plan_expectation
 from ansible.module_utils.check_module import Tools, check_module, first_line, run_check_module
 from ansible.module_utils.ibnetdiscover import parse_ibnetdiscover_ports
-from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, ToolFailed, failed_run, result, skipped
 
 KEY = "ibnetdiscover -p"
 REPLAY_FILES = {KEY: ("ibnetdiscover-p.txt",)}
@@ -191,6 +191,8 @@ def run_checks(module) -> tuple:
         return [result("cabling.discover", FAIL, outcome.rc, 0, message)], extra
     try:
         ports = parse_ibnetdiscover_ports(outcome.stdout, source=KEY if outcome.source == "live" else outcome.source)
+    except ToolFailed as exc:
+        return [failed_run("cabling.discover", exc)], extra
     except ParseError as exc:
         return [result("cabling.output", FAIL, None, "ibnetdiscover -p ports report", str(exc))], extra
     extra["fabric_ports"] = len(ports)

@@ -176,7 +176,7 @@ from ansible.module_utils.check_module import Tools, check_module, first_line, n
 from ansible.module_utils.gpu_judge import judge_gpus
 from ansible.module_utils.nvidia_smi import parse_query
 from ansible.module_utils.nvidia_topo import parse_topo_matrix
-from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, absent, result
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, ToolFailed, absent, failed_run, result
 from ansible.module_utils.xid import parse_kernel_log
 
 QUERY = "nvidia-smi -q -x"
@@ -282,6 +282,8 @@ def run_checks(module) -> tuple:
         return [result("gpu.driver", FAIL, query.rc, 0, message)], extra
     try:
         report = parse_query(query.stdout, source=" ".join(query.argv) if query.source == "live" else query.source)
+    except ToolFailed as exc:
+        return [failed_run("gpu.driver", exc)], extra
     except ParseError as exc:
         return [result("gpu.output", FAIL, None, "nvidia-smi -q -x output", str(exc))], extra
     extra["gpus"] = {
@@ -291,16 +293,19 @@ def run_checks(module) -> tuple:
         "products": sorted({g.product_name for g in report.gpus if g.product_name}),
     }
     topology = None
+    failed = []
     topo = tools.run(TOPO, [params["nvidia_smi"], "topo", "-m"])
     if topo is not None and topo.rc == 0:
         try:
             topology = parse_topo_matrix(topo.stdout)
+        except ToolFailed as exc:
+            failed.append(failed_run("gpu.topology", exc))
         except ParseError as exc:
             tools.notes.append(str(exc))
     elif topo is not None:
         tools.notes.append(f"nvidia-smi topo -m exited {topo.rc}: {first_line(topo.stderr, topo.stdout)}")
     events = _kernel_log(tools) if params["kernel_log"] else None
-    return judge_gpus(report, expectation(params), topology=topology, xid_events=events), extra
+    return failed + judge_gpus(report, expectation(params), topology=topology, xid_events=events), extra
 
 
 def main():

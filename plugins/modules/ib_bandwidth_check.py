@@ -140,7 +140,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.check_module import C_LOCALE, Tools, check_module, first_line, run_check_module
 from ansible.module_utils.ib_judge import best_bandwidth, judge_perftest
 from ansible.module_utils.perftest import parse_perftest
-from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, ToolFailed, failed_run, result, skipped
 
 # Options that are ib_judge.PERFTEST_KEYS, by the key they give.
 EXPECTATION_OPTIONS = {"rate_gbps": "rate_gbps", "efficiency_floor": "efficiency_floor"}
@@ -227,14 +227,19 @@ def run_checks(module) -> tuple:
         else:
             extra["command"] = [*argv, "localhost"]
             rc, stdout, stderr = _loopback(module, argv)
+    exited = None
     if rc != 0:
         extra.update(rc=rc, stdout=stdout[-20000:], stderr=stderr[-20000:])
-        message = f"{binary} exited {rc}: {first_line(stderr, stdout)}"
-        return [result(check, FAIL, rc, 0, message)], extra
+        exited = result(check, FAIL, rc, 0, f"{binary} exited {rc}: {first_line(stderr, stdout)}")
     try:
-        runs = parse_perftest(stdout, source=binary)
+        # perftest prints why it failed ("Couldn't connect to ...") on stderr.
+        runs = parse_perftest(stdout if rc == 0 else f"{stdout}\n{stderr}", source=binary)
+    except ToolFailed as exc:
+        return [failed_run(check, exc, rc)], extra
     except ParseError as exc:
-        return [result(check, FAIL, None, f"{binary} result table", str(exc))], extra
+        return [exited or result(check, FAIL, None, f"{binary} result table", str(exc))], extra
+    if exited:
+        return [exited], extra
     expected = {key: params[option] for option, key in EXPECTATION_OPTIONS.items()}
     results = judge_perftest(
         runs, {k: v for k, v in expected.items() if v is not None}, check=f"ib.{params['test']}_bw"

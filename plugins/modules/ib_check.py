@@ -124,7 +124,7 @@ from ansible.module_utils.ib_judge import judge_ib_ports, ports_from_ibstat, por
 from ansible.module_utils.ib_sysfs import read_ib_sysfs
 from ansible.module_utils.ibstat import parse_ibstat
 from ansible.module_utils.ibv_devinfo import parse_ibv_devinfo
-from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, absent, result
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, ToolFailed, absent, failed_run, result
 
 SYSFS = "sysfs"
 IBSTAT = "ibstat"
@@ -221,6 +221,8 @@ def run_checks(module) -> tuple:
     expected = expectation(params)
     try:
         ports, source, failed = read_ports(module, tools)
+    except ToolFailed as exc:
+        return [failed_run("ib.command", exc)], extra
     except ParseError as exc:
         return [result("ib.output", FAIL, None, "port listing", str(exc))], extra
     if ports is None:

@@ -17,6 +17,9 @@ description:
   - Changes nothing on the node; it runs in check mode too (the benchmark is read-only).
   - "No GPU on this node is C(skipped: no hardware); a missing benchmark or launcher is
     C(skipped: all_reduce_perf not found). The module fails the host only when a check is C(fail)."
+  - "A run that stopped early (C(Test CUDA failure), C(Test NCCL failure), an MPI abort or srun
+    error on stdout or stderr, a table without its C(Avg bus bandwidth) line) is C(fail) on
+    C(nccl.<label>.run), quoting the reason; output that is not nccl-tests' fails C(nccl.<label>.output)."
   - "Replay mode: with O(replay_dir) or O(replay) the module judges a recorded output instead of
     running anything: C(<test>_perf.txt) for one node; for several, C(<test>_perf.<host1>+<host2>.txt)
     for exactly those nodes, else C(<test>_perf.<N>node.txt) for any N nodes (for example
@@ -193,7 +196,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.check_module import Tools, check_module, first_line, nvidia_gpus_on_pci, run_check_module
 from ansible.module_utils.nccl_judge import busbw_figures, judge_nccl
 from ansible.module_utils.nccl_tests import parse_nccl_tests
-from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, ToolFailed, failed_run, result, skipped
 
 
 def build_module():
@@ -326,18 +329,20 @@ def run_checks(module) -> tuple:
             return [skipped(name, NO_HARDWARE)], extra
         rc, stdout, stderr = outcome.rc, outcome.stdout, outcome.stderr
 
-    results = []
+    exited = None
     if rc != 0:
         why = "timed out" if rc == 124 else f"exited {rc}"
-        message = f"{key} {why}: {first_line(stderr, stdout)}"
-        results.append(result(name, FAIL, rc, 0, message))
+        exited = result(name, FAIL, rc, 0, f"{key} {why}: {first_line(stderr, stdout)}")
         extra.update(rc=rc, stdout=stdout[-20000:], stderr=stderr[-20000:])
     try:
-        report = parse_nccl_tests(stdout, source=key)
+        # The launcher says why a rank died on stderr: read it with the output of a failed run.
+        report = parse_nccl_tests(stdout if rc == 0 else f"{stdout}\n{stderr}", source=key)
+    except ToolFailed as exc:
+        # A timeout cuts the output short too; then the timeout is the reason.
+        return [exited if rc == 124 else failed_run(name, exc, rc)], extra
     except ParseError as exc:
-        if not results:
-            results.append(result(f"nccl.{label}.output", FAIL, None, "nccl-tests table", str(exc)))
-        return results, extra
+        return [exited or result(f"nccl.{label}.output", FAIL, None, "nccl-tests table", str(exc))], extra
+    results = [exited] if exited else []
     expected = expectation(params)
     results += _renamed(judge_nccl(report, expected), label)
     figures = busbw_figures(report, expected)

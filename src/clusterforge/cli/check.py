@@ -112,7 +112,8 @@ def _judge(args: argparse.Namespace) -> int:
     status = judges.overall(results)
     if args.json:
         document = {"kind": kind, "file": args.file, "status": status, "checks": [r.as_dict() for r in results]}
-        sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+        # allow_nan=False: NaN and Infinity are not JSON, and a consumer's parser would reject them.
+        sys.stdout.write(json.dumps(document, indent=2, default=str, allow_nan=False) + "\n")
     else:
         table = Table(title=f"{kind}: {args.file}")
         for column in ("check", "status", "measured", "expected", "message"):

@@ -205,8 +205,28 @@ def _judge(name: str, spec: Kind, read: Callable[[], Any], expected: dict[str, A
         return spec.judge(parsed, expected)
     except load("verdicts").ParseError as exc:
         raise UsageError(f"not {spec.reads} output: {exc}") from None
+    except load("verdicts").ToolFailed as exc:
+        # The tool's own output of a run that stopped early: judged as the modules judge it.
+        return [load("verdicts").failed_run(RUN_CHECKS[name], exc)]
     except keys.ExpectationError as exc:
         raise UsageError(f"expectation: {exc}") from None
+
+
+# The check a run that stopped early is reported under, named as its node module names it (see
+# verdicts.failed_run): nccl_check's <label>.run, ib_check's ib.command, ...
+RUN_CHECKS = {
+    "nccl": "nccl.run",
+    "ibstat": "ib.command",
+    "ibv_devinfo": "ib.command",
+    "ib_write_bw": "ib.write_bw",
+    "nvidia-smi-q": "gpu.driver",
+    "nvidia-smi-topo": "gpu.topology",
+    "xid": "gpu.xid",
+    "nvidia-smi-query": "gpu.driver",
+    "ib-sysfs": "ib.sysfs",
+    "ibnetdiscover": "cabling.discover",
+    "dcgmi": "dcgmi.run",
+}
 
 
 def judge_text(kind: str, text: str, expected: dict[str, Any], source: str = "") -> list:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from ansible.module_utils import gpu_judge
 from ansible.module_utils.dcgmi import DcgmiParseError, parse_dcgmi_diag
-from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN, overall
+from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN, ToolFailed, overall
 
 from .samples import load, names
 
@@ -96,7 +96,6 @@ def test_continuation_and_warning_rows():
     "text,match",
     [
         ("", "no test results"),
-        ("Error: Unable to complete diagnostic for group 2147483647. Return: (-3) bad parameter passed.\n", "error"),
         ("| a | b | c |\n", "two cells"),
         ("|                           | Fail - GPU: 2 |\n", "without a test above"),
     ],
@@ -104,3 +103,9 @@ def test_continuation_and_warning_rows():
 def test_malformed(text: str, match: str):
     with pytest.raises(DcgmiParseError, match=match):
         parse_dcgmi_diag(text)
+
+
+def test_dcgmi_error_is_a_failed_run():
+    error = "Error: Unable to complete diagnostic for group 2147483647. Return: (-3) bad parameter passed.\n"
+    with pytest.raises(ToolFailed, match="dcgmi reported an error: Error: Unable to complete diagnostic"):
+        parse_dcgmi_diag(error)

@@ -7,7 +7,7 @@ from ansible.module_utils import ib_judge
 from ansible.module_utils.ib_sysfs import IbSysfsParseError, read_ib_sysfs
 from ansible.module_utils.ibstat import IbstatParseError, parse_ibstat
 from ansible.module_utils.ibv_devinfo import IbvDevinfoParseError, parse_ibv_devinfo
-from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, overall
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, PASS, SKIPPED, WARN, ToolFailed, overall
 
 from .samples import load, names
 
@@ -63,7 +63,7 @@ def test_ibstat(name: str):
     text = load("ibstat", name)
     if want is None:
         # ibstat printed 8 healthy ports, then panicked on a vanished mlx5_8 and exited 255.
-        with pytest.raises(IbstatParseError, match=r"ibpanic.*mlx5_8") as info:
+        with pytest.raises(ToolFailed, match=r"ibstat reported an error: ibpanic.*mlx5_8") as info:
             parse_ibstat(text)
         assert info.value.line == 137
         return
@@ -111,10 +111,22 @@ def test_ibv_devinfo():
     )
 
 
-@pytest.mark.parametrize("text", ["", "No IB devices found\n", "\tfw_ver:\t1.0\n"])
+@pytest.mark.parametrize("text", ["", "\tfw_ver:\t1.0\n"])
 def test_ibv_devinfo_errors(text: str):
     with pytest.raises(IbvDevinfoParseError):
         parse_ibv_devinfo(text)
+
+
+def test_ibv_devinfo_own_error_is_a_failed_run():
+    with pytest.raises(ToolFailed, match="ibv_devinfo reported an error: No IB devices found"):
+        parse_ibv_devinfo("No IB devices found\n")
+
+
+@pytest.mark.parametrize("rate", ["inf", "nan", "1e999"])
+def test_ibstat_non_finite_rate_is_a_parse_error(rate: str):
+    text = load("ibstat", "p100-host-connectx3-fdr56-active.txt").replace("Rate: 56", f"Rate: {rate}")
+    with pytest.raises(IbstatParseError, match="not a finite number"):
+        parse_ibstat(text)
 
 
 # --- judge over ibstat ---------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 from ansible.module_utils import nccl_judge
 from ansible.module_utils.nccl_tests import NcclTestsParseError, parse_nccl_tests
-from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN
+from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN, ToolFailed
 
 from .samples import load, names
 
@@ -48,8 +48,62 @@ JUDGED = {
 }
 
 
+# Runs that died before (or without) their result table: the reason each must quote, read off the
+# fixture (the quoted error of the first failing rank).
+FAILED_RUNS = {
+    "h100-8gpu-cuda-failure-system-not-yet-initialized-nccl-tests-264.txt": (
+        "Test CUDA failure common.cu:941 'system not yet initialized'"
+    ),
+    "mpirun-256rank-unhandled-cuda-error-tail-nccl-tests-322.txt": (
+        "HCA-14: Test NCCL failure common.cu:1204 'unhandled cuda error"
+    ),
+    "p100-8gpu-nccl1-unhandled-cuda-error-old-format-nccl-tests-5.txt": (
+        "NCCL failure all_reduce.cu:95 'unhandled cuda error'"
+    ),
+    "rtx-a6000-2node-mpirun-nccl-internal-error-nccl-tests-219.txt": (
+        "fengyun: Test NCCL failure common.cu:959 'internal error"
+    ),
+    "v100-1gpu-cuda-failure-unknown-error-deepops-nccl-tests-66.txt": "Test CUDA failure common.cu:730 'unknown error'",
+}
+
+
 def test_tables_cover_every_fixture():
-    assert set(TABLE) == names(KIND) == set(JUDGED)
+    assert set(TABLE) | set(FAILED_RUNS) == names(KIND)
+    assert set(TABLE) == set(JUDGED) and not set(TABLE) & set(FAILED_RUNS)
+
+
+@pytest.mark.parametrize("name", sorted(FAILED_RUNS))
+def test_a_run_that_died_is_a_failed_run_quoting_its_reason(name: str):
+    with pytest.raises(ToolFailed) as info:
+        parse_nccl_tests(load(KIND, name), source=name)
+    assert FAILED_RUNS[name] in info.value.reason
+    assert str(info.value).startswith(f"{name}: the run failed: ")
+
+
+def test_launcher_lines_alone_are_a_failed_run():
+    """The mpirun block of a real abort (nccl-tests-219's last three lines) with nothing of nccl-tests."""
+    lines = load(KIND, "rtx-a6000-2node-mpirun-nccl-internal-error-nccl-tests-219.txt").splitlines()
+    with pytest.raises(ToolFailed, match="Primary job  terminated normally"):
+        parse_nccl_tests("\n".join(lines[-3:]))
+
+
+def test_a_table_cut_short_is_a_failed_run():
+    """A real run cut after its second result row (the launcher killed it): no Avg bus bandwidth line."""
+    lines = load(KIND, "h100-8gpu-single-node-bitdeer.txt").splitlines()
+    second_row = [i for i, line in enumerate(lines) if line.lstrip()[:1].isdigit()][1]
+    with pytest.raises(ToolFailed, match="stopped after 2 result rows"):
+        parse_nccl_tests("\n".join(lines[: second_row + 1]))
+
+
+@pytest.mark.parametrize("number", ["inf", "nan", "1e999", "-inf"])
+def test_non_finite_numbers_are_a_parse_error(number: str):
+    lines = load(KIND, "h100-8gpu-single-node-bitdeer.txt").splitlines()
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("268435456"))
+    tokens = lines[at].split()
+    tokens[7] = number  # out-of-place busbw
+    lines[at] = "  ".join(tokens)
+    with pytest.raises(NcclTestsParseError, match="not a finite number"):
+        parse_nccl_tests("\n".join(lines))
 
 
 @pytest.mark.parametrize("name", sorted(TABLE))
@@ -176,8 +230,8 @@ def test_no_expectation_skips_bandwidth_with_the_measurement():
 @pytest.mark.parametrize(
     "text,match",
     [
-        ("", "no result rows"),
-        ("# nThread 1 nGpus 8\n#  Rank  0 Group  0 Pid 1 on h device  0 [0x1b] NVIDIA H100\n", "no result rows"),
+        ("", "no nccl-tests header"),
+        ("bash: all_reduce_perf: command not found\n", "no nccl-tests header"),
         ("#       size         count      type   redop    time\n", "unexpected column header"),
         ("         8             2     float     sum    38.63    0.00\n", "without a column header"),
     ],
@@ -185,3 +239,8 @@ def test_no_expectation_skips_bandwidth_with_the_measurement():
 def test_malformed(text: str, match: str):
     with pytest.raises(NcclTestsParseError, match=match):
         parse_nccl_tests(text)
+
+
+def test_header_without_rows_is_a_failed_run():
+    with pytest.raises(ToolFailed, match="stopped before the result table"):
+        parse_nccl_tests("# nThread 1 nGpus 8\n#  Rank  0 Group  0 Pid 1 on h device  0 [0x1b] NVIDIA H100\n")

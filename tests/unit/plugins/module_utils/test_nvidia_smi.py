@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from ansible.module_utils import gpu_judge, nvidia_smi, nvidia_topo, xid
 from ansible.module_utils.nvidia_smi import NvidiaSmiParseError, PcieLink
-from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN, overall
+from ansible.module_utils.verdicts import FAIL, PASS, SKIPPED, WARN, ToolFailed, overall
 
 from .samples import load, names
 
@@ -103,9 +103,25 @@ XML = {
 }
 
 
+# nvidia-smi's own failure instead of a report: a failed run, with the line it must quote.
+FAILED_RUNS = {
+    "driver-not-loaded-nvidia-smi-has-failed.txt": "NVIDIA-SMI has failed because it couldn't communicate",
+}
+
+
 def test_tables_cover_every_fixture():
-    assert set(QUERY) == names("nvidia-smi_query")
+    assert set(QUERY) | set(FAILED_RUNS) == names("nvidia-smi_query")
     assert set(XML) == names("nvidia-smi_xml")
+
+
+@pytest.mark.parametrize("name", sorted(FAILED_RUNS))
+def test_nvidia_smi_that_cannot_reach_the_driver_is_a_failed_run(name: str):
+    text = load("nvidia-smi_query", name)
+    # Every subcommand prints the same line: the query and the topology parsers say the same.
+    for parse in (nvidia_smi.parse_query, nvidia_topo.parse_topo_matrix):
+        with pytest.raises(ToolFailed, match="nvidia-smi failed: " + FAILED_RUNS[name]) as info:
+            parse(text, source="nvidia-smi -q -x")
+        assert info.value.line == 1
 
 
 @pytest.mark.parametrize("name", sorted(QUERY))

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from ansible.module_utils import ib_judge
 from ansible.module_utils.perftest import PerftestParseError, parse_perftest
-from ansible.module_utils.verdicts import FAIL, PASS, WARN
+from ansible.module_utils.verdicts import FAIL, PASS, WARN, ToolFailed
 
 from .samples import load, names
 
@@ -30,8 +30,34 @@ JUDGED = {
 }
 
 
+# Clients that failed before their result table, and the line each must quote.
+FAILED_RUNS = {"couldnt-connect-socket-client-perftest-228.txt": "Couldn't connect to 192.168.125.211:18515"}
+
+
 def test_tables_cover_every_fixture():
-    assert set(TABLE) == names(KIND) == set(JUDGED)
+    assert set(TABLE) | set(FAILED_RUNS) == names(KIND)
+    assert set(TABLE) == set(JUDGED)
+
+
+@pytest.mark.parametrize("name", sorted(FAILED_RUNS))
+def test_a_client_that_failed_is_a_failed_run(name: str):
+    with pytest.raises(ToolFailed, match="the test failed: " + FAILED_RUNS[name]) as info:
+        parse_perftest(load(KIND, name), source="ib_write_bw")
+    assert info.value.line == 1
+
+
+def test_a_run_cut_before_its_rows_is_a_failed_run():
+    """A real client output cut after its banner and settings, before the table (killed by a timeout)."""
+    text = load(KIND, "roce-100g-4qp-rdma-cm-client-oci.txt")
+    with pytest.raises(ToolFailed, match="stopped before its result rows"):
+        parse_perftest(text[: text.index("#bytes")])
+
+
+@pytest.mark.parametrize("number", ["inf", "nan", "1e999"])
+def test_non_finite_numbers_are_a_parse_error(number: str):
+    text = load(KIND, "roce-100g-4qp-rdma-cm-client-oci.txt")
+    with pytest.raises(PerftestParseError, match="not a finite number"):
+        parse_perftest(text.replace("98.01", number, 1))
 
 
 @pytest.mark.parametrize("name", sorted(TABLE))
@@ -75,12 +101,12 @@ def test_judge_fails_a_port_running_at_a_lower_rate():
 @pytest.mark.parametrize(
     "text,match",
     [
-        ("", "no result rows"),
+        ("", "no perftest banner"),
+        ("bash: ib_write_bw: command not found\n", "no perftest banner"),
         (
             " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n",
             "before any test banner",
         ),
-        ("                    RDMA_Write BW Test\n Device : mlx5_0\n", "no result rows"),
     ],
 )
 def test_malformed(text: str, match: str):

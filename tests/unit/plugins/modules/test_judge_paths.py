@@ -102,9 +102,10 @@ def _ib_devices(kind: str) -> Callable[[str], dict[str, Any]]:
 
     def expected(text: str) -> dict[str, Any]:
         spec = judges.KINDS[kind]
+        verdicts = judges.load("verdicts")
         try:
             parsed = getattr(judges.load(spec.parser), spec.parse)(text)
-        except judges.load("verdicts").ParseError:
+        except (verdicts.ParseError, verdicts.ToolFailed):
             parsed = ()
         names = sorted({getattr(device, "name", None) or device.hca_id for device in parsed}) or ["mlx5_0"]
         return {"devices": names, "rate": dict.fromkeys(names, 400), "link_layer": dict.fromkeys(names, "InfiniBand")}
@@ -122,9 +123,10 @@ def _perftest(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> 
 
 def _nccl_expected(text: str) -> dict[str, Any]:
     """NVLink 3 within a node, 8 rails of HDR between nodes, over as many nodes as the ranks name."""
+    verdicts = judges.load("verdicts")
     try:
         hosts = judges.load("nccl_tests").parse_nccl_tests(text).hosts
-    except judges.load("verdicts").ParseError:
+    except (verdicts.ParseError, verdicts.ToolFailed):
         hosts = ()
     return {"nvlink_generation": 3, "nic_rate_gbps": 200, "rails": 8, "nodes": max(len(hosts), 1)}
 
@@ -313,3 +315,42 @@ def test_query_gpu_csv_is_judged_by_its_own_kind(path: Path):
     assert QUERY_GPU_CSVS
     checks = judges.judge_text("nvidia-smi-query", samples.read(path), {})
     assert {r.check for r in checks} >= {"gpu.count"}
+
+
+def test_every_kind_names_the_check_of_a_failed_run():
+    assert set(judges.RUN_CHECKS) == set(judges.KINDS)
+
+
+def _tool_failure(route: Route, text: str) -> Exception | None:
+    spec = judges.KINDS[route.kind]
+    try:
+        getattr(judges.load(spec.parser), spec.parse)(text)
+    except judges.load("verdicts").ToolFailed as exc:
+        return exc
+    except judges.load("verdicts").ParseError:
+        return None
+    return None
+
+
+FAILED_RUNS = [(f, p) for f, p in ALL if _tool_failure(ROUTES[f], samples.read(p))]
+
+
+def test_failed_runs_are_recorded_for_several_tools():
+    assert {folder for folder, _ in FAILED_RUNS} >= {"nccl_all_reduce_perf", "ib_write_bw", "nvidia-smi_query"}
+
+
+@pytest.mark.parametrize("folder,path", FAILED_RUNS, ids=[f"{f}/{p.name}" for f, p in FAILED_RUNS])
+def test_a_failed_run_fails_on_both_paths_quoting_the_reason(folder: str, path: Path, node, run, gpu_pci, tmp_path):
+    """A run of the right tool that stopped early: one failed check, never unreadable input."""
+    route = ROUTES[folder]
+    text = samples.read(path)
+    reason = _tool_failure(route, text).reason
+    expected = route.expected(text)
+    name, args = route.module(node, Setup(str(gpu_pci), tmp_path), text, expected)
+    by_module = node_module(route, run(name, args))
+    by_controller = controller(route, text, expected)
+    assert by_controller is not None, "the controller took a failed run for unreadable input"
+    (check,) = by_controller
+    assert check == judges.RUN_CHECKS[route.kind]
+    for checks in (by_module, by_controller):
+        assert checks[check]["status"] == "fail" and reason in checks[check]["message"]

@@ -99,6 +99,21 @@ def test_benchmark_error_fails_with_rc(node, run, gpu_pci):
     assert "exited 3" in done.checks["nccl.all_reduce.run"]["message"]
 
 
+def test_a_rank_that_died_fails_quoting_the_reason_from_stdout_and_stderr(node, run, gpu_pci):
+    """A real two-node abort (nccl-tests issue 219): nccl-tests' failure line, and mpirun's words on
+    stderr; the check quotes the failure with the exit status, never 'not nccl-tests output'."""
+    lines = load(KIND, "rtx-a6000-2node-mpirun-nccl-internal-error-nccl-tests-219.txt").splitlines(keepends=True)
+    node.programs = {"all_reduce_perf", "mpirun"}
+    node.outputs = {"mpirun": (1, "".join(lines[:9]), "".join(lines[9:]))}
+    args = {"hosts": ["a", "b"], "launcher": MPIRUN, "gpus_per_node": 2, "timeout": 0, "pci_root": str(gpu_pci)}
+    done = run("nccl_check", args)
+    check = done.checks["nccl.all_reduce:a+b.run"]
+    assert done.failed and (check["status"], check["measured"]) == ("fail", 1)
+    assert check["message"].startswith("exited 1: all_reduce_perf: the run failed: fengyun: Test NCCL failure")
+    assert "(and 2 more failure lines)" in check["message"]  # the rank's "Test failure" and mpirun's abort
+    assert set(done.checks) == {"nccl.all_reduce:a+b.run"}
+
+
 def test_timeout_is_named(node, run, gpu_pci):
     node.programs = {"all_reduce_perf", "timeout"}
     node.outputs = {"timeout": (124, "", "")}
