@@ -131,7 +131,7 @@ def load(path: str | Path, links: bool = True) -> ClusterPlan:
         topology = Topology.model_validate(data)
     except ValidationError as exc:
         fail([(_location(error["loc"]), _message(error)) for error in exc.errors()])
-    problems = consistency.references(topology)
+    problems = consistency.references(topology) + consistency.size(topology)
     if problems:
         fail(problems)
     hosts = expand_hosts(topology)

@@ -8,7 +8,7 @@ from collections import Counter
 
 from clusterforge.topology.addressing import Subnet, overlapping
 from clusterforge.topology.hosts import Host
-from clusterforge.topology.model import Topology
+from clusterforge.topology.model import MAX_HOSTS, Topology
 from clusterforge.topology.source import Location
 
 Problem = tuple[Location, str]
@@ -83,6 +83,25 @@ def references(topology: Topology) -> list[Problem]:
                     )
                 )
     return problems
+
+
+def size(topology: Topology) -> list[Problem]:
+    """Refuse more than MAX_HOSTS hosts before any is made, naming the field that contributes
+    the most: a role's count, or the scalable units' count when their slots outnumber it."""
+    parts: dict[Location, int] = {("roles", name, "count"): role.count or 0 for name, role in topology.roles.items()}
+    units = topology.scalable_units
+    if units is not None and any(role.placement == "scalable_units" for role in topology.roles.values()):
+        parts[("scalable_units", "count")] = units.count * units.nodes_per_unit
+    total = sum(parts.values())
+    if total <= MAX_HOSTS:
+        return []
+    largest = max(parts, key=parts.__getitem__)
+    what = (
+        f"{units.count} units of {units.nodes_per_unit} slots = {parts[largest]} hosts"
+        if largest[0] == "scalable_units"
+        else f"{parts[largest]} hosts"
+    )
+    return [(largest, f"{what} make the cluster {total} hosts in all; at most {MAX_HOSTS} are supported")]
 
 
 def hostnames(hosts: list[Host], topology: Topology) -> list[Problem]:

@@ -291,16 +291,6 @@ class Topology(Strict):
     leading_separator: bool = True
     use_extra_vars: bool = False
 
-    @model_validator(mode="after")
-    def _bounded_size(self) -> Topology:
-        units = self.scalable_units
-        slots = units.count * units.nodes_per_unit if units else 0
-        total = sum(role.count or 0 for role in self.roles.values())
-        total += slots if any(r.placement == "scalable_units" for r in self.roles.values()) else 0
-        if total > MAX_HOSTS:
-            raise ValueError(f"{total} hosts; at most {MAX_HOSTS} are supported")
-        return self
-
     # Group and label prefix for what clusterforge derives (groups, Kubernetes labels).
     label_prefix: str = Field(
         default="clusterforge.io",

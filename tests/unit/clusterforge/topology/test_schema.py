@@ -381,6 +381,21 @@ CASES = {
         "radix: 8",
         "33 leaves need 9 pods, more than a 8-port core switch can reach",
     ),
+    # The size limit names the field that made the cluster too big, not the top level:
+    # 4096 x 512 = 2,097,152 slots plus 2 head and 2 login hosts.
+    "too-many-units": (
+        _both(_set("scalable_units.count", 4096), _set("scalable_units.nodes_per_unit", 512)),
+        ("scalable_units", "count"),
+        "count: 4096",
+        "4096 units of 512 slots = 2097152 hosts make the cluster 2097156 hosts in all; at most 200000",
+    ),
+    # 127 DGX (128 slots) + 2 head + 250,000 login hosts.
+    "too-many-hosts-in-a-role": (
+        _set("roles.login.count", 250_000),
+        ("roles", "login", "count"),
+        "count: 250000",
+        "250000 hosts make the cluster 250130 hosts in all; at most 200000 are supported",
+    ),
     "node-type-with-dash": (
         _rename("node_types.dgx_h100", "DGX-H100"),
         ("node_types", "DGX-H100"),
