@@ -14,6 +14,7 @@ from clusterforge.errors import UsageError
 from clusterforge.topology import ClusterPlan, TopologyError, load
 
 console = Console()
+err_console = Console(stderr=True)  # warnings: `show --json` keeps stdout for the JSON
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -36,6 +37,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     # validate needs no links: every size check is made without them (fabric.generate).
     plan = _load(args.file, links=args.topology_command != "validate")
+    for line in plan.warning_lines():
+        err_console.print(f"warning: {line}", highlight=False, soft_wrap=True, markup=False)
     handler = {"show": _show, "validate": _validate, "render": _render, "draw": _draw}[args.topology_command]
     return handler(plan, args)
 

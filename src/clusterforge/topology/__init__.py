@@ -15,7 +15,7 @@ from clusterforge.topology.expectations import NodeExpectations, derive
 from clusterforge.topology.fabric import FabricPlan, FabricSizeError, generate
 from clusterforge.topology.hosts import Host, expand_hosts
 from clusterforge.topology.model import Topology
-from clusterforge.topology.source import TopologyError, line_of, load_yaml
+from clusterforge.topology.source import Location, TopologyError, describe, line_of, load_yaml
 
 __all__ = ["ClusterPlan", "Host", "NodeExpectations", "TopologyError", "load"]
 
@@ -27,6 +27,9 @@ class ClusterPlan:
     hosts: list[Host]
     subnets: dict[str, Subnet]
     fabrics: dict[str, FabricPlan] = field(default_factory=dict)
+    # What is built other than the file asks (the nearest whole split of a leaf's ports), with
+    # the field and its line, as (location, line, message): valid, but worth a look.
+    warnings: list[tuple[Location, int | None, str]] = field(default_factory=list)
     _expectations: dict[str, NodeExpectations] = field(default_factory=dict, init=False, repr=False)
 
     @cached_property
@@ -111,6 +114,10 @@ class ClusterPlan:
             ]
         return found
 
+    def warning_lines(self) -> list[str]:
+        """Each warning as `file:line: field: message`, like the errors."""
+        return [describe(self.path, *warning) for warning in self.warnings]
+
     def switch_count(self) -> int:
         return sum(len(plan.switches) for plan in self.fabrics.values())
 
@@ -143,7 +150,12 @@ def load(path: str | Path, links: bool = True) -> ClusterPlan:
         except FabricSizeError as exc:
             problems.append((("fabrics", name, *exc.field), str(exc)))
     plan_subnets = consistency.plan_subnets(topology)
-    plan = ClusterPlan(path, topology, hosts, {s.name: s for s in plan_subnets}, fabrics)
+    warnings = []
+    for name, fabric in fabrics.items():
+        for within, message in fabric.warnings:
+            location = ("fabrics", name, *within)
+            warnings.append((location, line_of(lines, location), message))
+    plan = ClusterPlan(path, topology, hosts, {s.name: s for s in plan_subnets}, fabrics, warnings)
     problems.extend(_ipoib_problems(plan))
     if not problems:
         problems.extend(consistency.subnets(topology, plan_subnets, _address_demand(plan)))

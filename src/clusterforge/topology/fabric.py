@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from clusterforge.topology.hosts import Host
 from clusterforge.topology.model import Fabric, Topology
+from clusterforge.topology.source import Location
 
 
 class FabricSizeError(ValueError):
@@ -53,6 +54,8 @@ class FabricPlan:
     # False when generated without the spine and core links (inventory use): counts of
     # links and cables from such a plan would be short.
     complete: bool = True
+    # What was built other than asked, each with its field under fabrics.<name>.
+    warnings: list[tuple[Location, str]] = field(default_factory=list)
 
     def tiers(self) -> list[str]:
         return [t for t in ("leaf", "spine", "core", "router") if any(s.tier == t for s in self.switches)]
@@ -111,6 +114,8 @@ def generate(topology: Topology, fabric_name: str, hosts: list[Host], links: boo
         ports = _Ports(spec.switch.radix)
         leaves = _leaves(plan, topology, cabled, ports)
         _spines(plan, leaves, ports, links)
+        if len(leaves) > 1:  # a lone leaf has no uplinks, so no ratio to miss
+            plan.warnings.extend((("oversubscription",), w) for w in _split_warnings(spec))
     return plan
 
 
@@ -119,6 +124,17 @@ def leaf_split(spec: Fabric) -> tuple[int, int]:
     radix = spec.switch.radix
     up = math.floor(radix / (1 + spec.oversubscription))
     return radix - up, up
+
+
+def _split_warnings(spec: Fabric) -> list[str]:
+    """A leaf's ports split into whole down and up counts: say so when that misses the ratio asked."""
+    down, up = leaf_split(spec)
+    if up < 1 or math.isclose(down, spec.oversubscription * up):  # 1.1 * 10 is not exactly 11
+        return []
+    return [
+        f"{spec.oversubscription:g}:1 asked, but no split of a {spec.switch.radix}-port leaf into whole "
+        f"ports gives it: built {down} down and {up} up, {down / up:.3g}:1"
+    ]
 
 
 def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports: _Ports) -> list[Switch]:

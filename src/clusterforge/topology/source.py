@@ -19,12 +19,14 @@ class TopologyError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        lines = []
-        for location, line, message in self.problems:
-            where = f"{self.path}:{line}" if line else str(self.path)
-            field = ".".join(str(part) for part in location) or "(top level)"
-            lines.append(f"{where}: {field}: {message}")
-        return "\n".join(lines)
+        return "\n".join(describe(self.path, *problem) for problem in self.problems)
+
+
+def describe(path: Path | str, location: Location, line: int | None, message: str) -> str:
+    """`file:line: field: message`, the form of every problem and warning about a topology file."""
+    where = f"{path}:{line}" if line else str(path)
+    field = ".".join(str(part) for part in location) or "(top level)"
+    return f"{where}: {field}: {message}"
 
 
 def load_yaml(path: Path) -> tuple[Any, dict[Location, int]]:

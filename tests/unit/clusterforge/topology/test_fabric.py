@@ -258,6 +258,30 @@ def test_oversubscription_trades_uplinks_for_downlinks(tmp_path, radix, ratio, d
     assert_cabling_is_sound(fabric)
 
 
+@pytest.mark.parametrize(
+    ("radix", "ratio", "built"),
+    [
+        # 64 / (1 + 2.5) = 18.3 uplinks: 18 up, 46 down, and 46 / 18 = 2.56.
+        (64, 2.5, "built 46 down and 18 up, 2.56:1"),
+        # 64 / 3 = 21.3: 21 up, 43 down, and 43 / 21 = 2.05.
+        (64, 2, "built 43 down and 21 up, 2.05:1"),
+    ],
+)
+def test_a_ratio_no_whole_split_reaches_is_built_and_reported(tmp_path, radix, ratio, built):
+    path = cluster(tmp_path, fabric={"topology": "fat_tree", "oversubscription": ratio}, count=200, radix=radix)
+    plan = load(path)
+    [(location, line, message)] = plan.warnings
+    assert location == ("fabrics", "compute", "oversubscription")
+    assert path.read_text().splitlines()[line - 1].strip() == f"oversubscription: {ratio}"
+    assert message == f"{ratio:g}:1 asked, but no split of a {radix}-port leaf into whole ports gives it: {built}"
+
+
+@pytest.mark.parametrize(("radix", "ratio"), [(64, 1), (64, 3), (48, 5), (36, 1.25)])  # 32/32, 48/16, 40/8, 20/16
+def test_a_ratio_whole_ports_reach_is_not_reported(tmp_path, radix, ratio):
+    path = cluster(tmp_path, fabric={"topology": "fat_tree", "oversubscription": ratio}, count=200, radix=radix)
+    assert load(path).warnings == []
+
+
 def test_single_leaf_has_no_spine(tmp_path):
     fabric = load(cluster(tmp_path, fabric={"topology": "fat_tree"}, count=8, hcas=2, radix=32)).fabrics["compute"]
     assert by_tier(fabric) == (Counter(leaf=1), Counter({"node-leaf": 16}))

@@ -103,6 +103,20 @@ def test_validate_ok(capsys):
     assert capsys.readouterr().out.strip() == "ok: 131 hosts, 1016 GPUs, 61 switches"
 
 
+@pytest.mark.parametrize("command", [("validate",), ("show", "--json")])
+def test_a_ratio_built_other_than_asked_is_a_warning_with_its_field(tmp_path, capsys, command):
+    data = yaml.safe_load(SUPERPOD.read_text())
+    data["fabrics"]["inband"]["oversubscription"] = 2.5  # 64 ports: 46 down, 18 up at best
+    path = tmp_path / "ratio.topology.yml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if "oversubscription: 2.5" in text)
+    assert topology_cli.run(parse("topology", *command, str(path))) == 0
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"warning: {path}:{line}: fabrics.inband.oversubscription: 2.5:1 asked")
+    assert "built 46 down and 18 up, 2.56:1" in captured.err
+    assert "warning" not in captured.out
+
+
 def test_validate_turns_a_topology_error_into_a_usage_error(tmp_path):
     data = yaml.safe_load(SUPERPOD.read_text())
     data["node_types"]["dgx_h100"]["gpu"]["count"] = 99
