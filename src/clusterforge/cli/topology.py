@@ -104,7 +104,7 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
         fabrics.add_row(
             name,
             f"{fabric['purpose']}, {fabric['link_layer']}, {fabric['topology']}, {fabric['switch_model']}",
-            _counts(fabric["switches"]),
+            "\n".join(filter(None, (_counts(fabric["switches"]), _core_reach(fabric.get("cores_per_spine"))))),
             _counts(fabric["links"]),
             _counts(fabric["cables"]),
         )
@@ -120,6 +120,13 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
 
 def _counts(counts: dict[str, int]) -> str:
     return "\n".join(f"{name}: {count}" for name, count in counts.items()) or "-"
+
+
+def _core_reach(reach: dict[str, int] | None) -> str:
+    if reach is None:
+        return ""
+    cores = str(reach["min"]) if reach["min"] == reach["max"] else f"{reach['min']}-{reach['max']}"
+    return f"cores per spine: {cores}"
 
 
 def _render(plan: ClusterPlan, args: argparse.Namespace) -> int:

@@ -60,6 +60,14 @@ class FabricPlan:
     def tiers(self) -> list[str]:
         return [t for t in ("leaf", "spine", "core", "router") if any(s.tier == t for s in self.switches)]
 
+    def cores_reached(self) -> dict[str, int]:
+        """Spine name -> how many core switches its uplinks reach (three-tier fat trees; else empty)."""
+        reached: dict[str, set[str]] = defaultdict(set)
+        for link in self.links:
+            if link.tier == "spine-core":
+                reached[link.a].add(link.b)
+        return {spine: len(cores) for spine, cores in reached.items()}
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
@@ -249,8 +257,8 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) 
                     )
                 )
         return
-    # Three tiers: pods of leaves (whole scalable units where they fit) under their own
-    # spines; spine j of every pod goes up to core group j.
+    # Three tiers: pods of leaves (whole scalable units where they fit) under their own spines,
+    # every spine cabled up to the cores.
     half = radix // 2
     pods = _pods(leaves, half)
     if len(pods) > radix:
@@ -259,10 +267,14 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) 
             "reach: use switches with more ports or fewer, larger scalable units"
         )
     # A spine sends up as many links as it takes from its pod's leaves (non-blocking), so a
-    # part-filled pod buys no core ports it cannot use.
-    cores_per_group = math.ceil(len(leaves) / radix)
-    # Links into each core group, counted across pods, so they spread evenly over its cores.
-    sent_to_group = [0] * up
+    # part-filled pod buys no core ports it cannot use: `up` spines per pod take one link from
+    # each leaf, len(leaves) * up spine uplinks in all, which ceil(len(leaves) / radix) * up cores hold.
+    cores = [f"{plan.name}-core{n:03d}" for n in range(1, math.ceil(len(leaves) / radix) * up + 1)]
+    # Uplinks go to the cores in turn, counted across spines and pods: a spine's uplinks are
+    # consecutive, so it reaches min(uplinks, cores) cores, evenly, and losing one core takes
+    # at most ceil(uplinks / cores) of its uplinks (a classic fat tree's spread); every core
+    # fills to within one link of the others.
+    sent = 0
     for pod_number, pod in enumerate(pods, start=1):
         spine_names = [f"{plan.name}-pod{pod_number}-spine{n:02d}" for n in range(1, up + 1)]
         plan.switches.extend(Switch(name, "spine", pod=pod_number) for name in spine_names)
@@ -270,8 +282,7 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) 
         if not links:
             continue
         for leaf in pod:
-            for uplink in range(up):
-                spine = spine_names[uplink % up]
+            for spine in spine_names:
                 plan.links.append(
                     Link(
                         "leaf-spine",
@@ -282,17 +293,13 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) 
                         speed,
                     )
                 )
-        for group, spine in enumerate(spine_names, start=1):
+        for spine in spine_names:
             ports.used[spine] = half
             for _ in range(len(pod)):
-                core = f"{plan.name}-core{group:02d}-{sent_to_group[group - 1] % cores_per_group + 1:02d}"
-                sent_to_group[group - 1] += 1
+                core = cores[sent % len(cores)]
+                sent += 1
                 plan.links.append(Link("spine-core", spine, str(ports.take(spine)), core, ports.take(core), speed))
-    plan.switches.extend(
-        Switch(f"{plan.name}-core{group:02d}-{n:02d}", "core", group=group)
-        for group in range(1, up + 1)
-        for n in range(1, cores_per_group + 1)
-    )
+    plan.switches.extend(Switch(name, "core") for name in cores)
 
 
 def _spine_count(leaves: int, up: int, radix: int) -> int:

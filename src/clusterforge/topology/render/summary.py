@@ -1,5 +1,6 @@
 """The counts an engineer checks first, as one stable JSON-able document: hosts per role,
-GPUs per model, and per fabric its switches and links per tier and its cables by kind."""
+GPUs per model, and per fabric its switches and links per tier, its cables by kind and, with a
+core tier, how many cores each spine reaches."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def _fabric(plan: ClusterPlan, name: str) -> dict[str, Any]:
     spec = fabric.spec
     switches = Counter(s.tier for s in fabric.switches)
     links = Counter(link.tier for link in fabric.links)
-    return {
+    found = {
         "purpose": spec.purpose,
         "link_layer": spec.link_layer,
         "topology": spec.topology,
@@ -73,3 +74,7 @@ def _fabric(plan: ClusterPlan, name: str) -> dict[str, Any]:
         "links": {tier: links[tier] for tier in bom.LINK_TIERS if links[tier]},
         "cables": bom.media_counts(fabric),
     }
+    reached = fabric.cores_reached().values()
+    if reached:  # how widely spines spread their uplinks: what losing one core costs them
+        found["cores_per_spine"] = {"min": min(reached), "max": max(reached)}
+    return found

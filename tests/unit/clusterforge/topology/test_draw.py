@@ -187,7 +187,9 @@ def test_superpod_sixteen_units_collapses_into_pods(tmp_path):
     texts = _texts(render_svg(plan))
     for expected in ("128 leaf", "128 spine", "64 core", "511 nodes", "4088 GPUs", "4096 links"):
         assert expected in texts
-    assert "64 core switches \u00b7 32 groups of 2" in texts
+    # Each spine's 32 uplinks go to 32 cores in turn: spines 1, 3, ... of every pod reach cores
+    # 1-32, spines 2, 4, ... cores 33-64, so two groups of 32 cores serve the same spines.
+    assert "64 core switches \u00b7 2 groups of 32" in texts
     assert [t for t in texts if t.startswith("pod ")] == [f"pod {n} \u00b7 32 spines" for n in range(1, 5)]
     assert [t for t in texts if t.startswith("SU")] == [f"SU{n}" for n in range(1, 17)]
     assert texts.count("8 leaves") == 16

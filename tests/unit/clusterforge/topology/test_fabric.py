@@ -296,11 +296,12 @@ def test_single_leaf_has_no_spine(tmp_path):
     ("units", "pods", "cores"),
     [
         # 16 SUs x 8 rails = 128 leaves > 64 ports: pods of 32 leaves (4 SUs) = 4 pods, each with
-        # 32 spines; spine j of every pod goes to core group j: 4 * 32 links = 2 cores of 64.
-        (16, 4, 32 * 2),
-        # 12 SUs = 96 leaves in 3 pods; each core group takes 3 * 32 = 96 links: 2 cores.
-        (12, 3, 32 * 2),
-        # 132 SUs = 33 pods; 33 * 32 = 1056 links per group need 17 cores of 64 (uneven split).
+        # 32 spines of 32 uplinks: 4 * 32 * 32 = 4096 links need 64 cores of 64 ports.
+        (16, 4, 64),
+        # 12 SUs = 96 leaves in 3 pods: 3 * 32 * 32 = 3072 links; 96 leaves / 64 ports rounds up to
+        # 2 cores per spine of a pod, 32 * 2 = 64 cores (48 links each).
+        (12, 3, 64),
+        # 132 SUs = 33 pods: 33,792 links; 1056 leaves / 64 rounds up to 17: 32 * 17 = 544 cores.
         (132, 33, 32 * 17),
     ],
 )
@@ -335,6 +336,51 @@ def test_three_tiers_when_leaves_outgrow_the_spine_radix(tmp_path, units, pods, 
     # Spines are non-blocking (32 down, 32 up) and every core reaches every pod.
     assert set(spine_links.values()) == {64}
     assert all(p == set(range(1, pods + 1)) for p in core_pods.values()) and len(core_pods) == cores
+    assert_cabling_is_sound(fabric)
+
+
+SPREAD_CASES = {
+    # 16 SUs: 128 leaves in 4 pods of 32, 32 spines per pod with 32 uplinks each; 4 pods x 32
+    # spines x 32 = 4096 uplinks on 64-port cores = 64 cores. A spine can reach 32 of them, one
+    # link each: losing a core takes 1 of 32 uplinks (NVIDIA's 16-SU table: 128 leaf, 128 spine,
+    # 64 core switches, 4096 cables per tier).
+    "superpod-16-su": (
+        {"topology": "rail_optimized_fat_tree", "rails": 8},
+        {"hcas": 8, "units": (16, 32)},
+        {"core": 64, "links": 4096, "reach": {32: 128}, "most_lost": 1},
+    ),
+    # 16-port leaves at 7:1: 14 down, 2 up; 225 nodes = 17 leaves > 16, so pods of 8 leaves: 8, 8
+    # and 1, with 2 spines each. 17 x 2 = 34 uplinks per tier, on ceil(17/16) x 2 = 4 cores. A
+    # full pod's spine has 8 uplinks for 4 cores: 2 to each, so losing a core takes 2 of its 8;
+    # the lone leaf's spines have 1 uplink, to 1 core.
+    "oversubscribed-small": (
+        {"topology": "fat_tree", "oversubscription": 7},
+        {"count": 225, "radix": 16},
+        {"core": 4, "links": 34, "reach": {4: 4, 1: 2}, "most_lost": 2},
+    ),
+}
+
+
+@pytest.mark.parametrize(("spec", "size", "expected"), SPREAD_CASES.values(), ids=SPREAD_CASES.keys())
+def test_each_spine_spreads_its_uplinks_evenly_over_as_many_cores_as_it_can(tmp_path, spec, size, expected):
+    fabric = load(cluster(tmp_path, fabric=spec, **size)).fabrics["compute"]
+    switches, links = by_tier(fabric)
+    assert switches["core"] == expected["core"]
+    assert links["leaf-spine"] == links["spine-core"] == expected["links"]
+    per_spine: dict[str, Counter] = defaultdict(Counter)
+    for link in fabric.links:
+        if link.tier == "spine-core":
+            per_spine[link.a][link.b] += 1
+    cores = expected["core"]
+    for spine, to_core in per_spine.items():
+        uplinks = sum(to_core.values())
+        assert len(to_core) == min(cores, uplinks), spine
+        assert max(to_core.values()) - min(to_core.values()) <= 1, spine  # parallel links spread evenly
+        # Losing the busiest core costs the spine at most ceil(uplinks / cores) of its uplinks.
+        assert max(to_core.values()) <= math.ceil(uplinks / cores), spine
+    assert Counter(len(to_core) for to_core in per_spine.values()) == Counter(expected["reach"])
+    assert max(max(c.values()) for c in per_spine.values()) == expected["most_lost"]
+    assert Counter(fabric.cores_reached().values()) == Counter(expected["reach"])
     assert_cabling_is_sound(fabric)
 
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 import yaml
+from rich.console import Console
 
 from clusterforge import cli
 from clusterforge.cli import topology as topology_cli
@@ -96,6 +97,21 @@ def test_show_tables(capsys):
     assert topology_cli.run(parse("topology", "show", str(SUPERPOD))) == 0
     out = capsys.readouterr().out
     assert "compute" in out and "1016" in out and "leaf-spine: 1024" in out
+
+
+def test_show_says_how_many_cores_each_spine_reaches(tmp_path, capsys, monkeypatch):
+    # 16 SUs: 4 pods of 32 leaves; each spine's 32 uplinks reach 32 of the 64 cores.
+    data = yaml.safe_load(SUPERPOD.read_text())
+    data["scalable_units"]["count"] = 16
+    data["scalable_units"]["reserved_slots"][0]["unit"] = 16
+    data["addressing"].update(inband="10.128.0.0/20", oob="10.129.0.0/20")
+    data["addressing"]["ipoib"] = [f"10.{140 + rail}.0.0/22" for rail in range(8)]
+    path = tmp_path / "sixteen.topology.yml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert summarise(load(path))["fabrics"]["compute"]["cores_per_spine"] == {"min": 32, "max": 32}
+    monkeypatch.setattr(topology_cli, "console", Console(width=200))  # no wrapping inside table cells
+    assert topology_cli.run(parse("topology", "show", str(path))) == 0
+    assert "cores per spine: 32" in capsys.readouterr().out
 
 
 def test_validate_ok(capsys):
