@@ -108,10 +108,9 @@ class ClusterPlan:
         found: dict[str, str | list[str]] = dict(self.interface_addresses(host))
         ipoib_position = self._ipoib_positions.get(host.name)
         if ipoib_position is not None and self.topology.addressing.ipoib:
-            found["ipoib"] = [
-                self.subnets[f"ipoib_rail{rail}"].address(ipoib_position)
-                for rail in range(1, len(self.topology.addressing.ipoib) + 1)
-            ]
+            # One per rail the host is cabled to: a fabric manager in a reserved slot may use fewer.
+            rails = min(len(self.topology.addressing.ipoib), self.expectations(host).rails or 0)
+            found["ipoib"] = [self.subnets[f"ipoib_rail{rail}"].address(ipoib_position) for rail in range(1, rails + 1)]
         return found
 
     def warning_lines(self) -> list[str]:

@@ -42,13 +42,14 @@ def references(topology: Topology) -> list[Problem]:
                         f"unknown fabric {fabric!r}; expected one of {sorted(topology.fabrics)}",
                     )
                 )
-        if role.placement == "scalable_units" and topology.scalable_units is None:
+        if role.placement != "count" and topology.scalable_units is None:
             problems.append(
                 (
                     ("roles", name, "placement"),
-                    "placement scalable_units needs a scalable_units section",
+                    f"placement {role.placement} needs a scalable_units section",
                 )
             )
+    problems.extend(_reserved_slot_roles(topology))
     for i, fabric in enumerate(topology.ansible.leaf_groups or ()):
         if fabric not in topology.fabrics:
             problems.append(
@@ -74,14 +75,42 @@ def references(topology: Topology) -> list[Problem]:
             if node_type is None:
                 continue
             ports = sum(1 for h in node_type.hcas if h.fabric == fabric_name)
-            if ports and ports != fabric.rails:
+            # A host in a reserved slot (a fabric manager) may use only the first rails' leaf ports.
+            expected = "at most one HCA per rail" if role.placement == "reserved_slots" else "one HCA per rail"
+            if ports > fabric.rails or (ports and ports < fabric.rails and role.placement != "reserved_slots"):
                 problems.append(
                     (
                         ("fabrics", fabric_name, "rails"),
                         f"{fabric.rails} rails, but node type {role.node_type!r} (role {role_name}) "
-                        f"has {ports} HCAs on this fabric; expected one HCA per rail",
+                        f"has {ports} HCAs on this fabric; expected {expected}",
                     )
                 )
+    return problems
+
+
+def _reserved_slot_roles(topology: Topology) -> list[Problem]:
+    """A reserved slot names a role placed in reserved slots, and such a role has a slot."""
+    problems: list[Problem] = []
+    slots = topology.scalable_units.reserved_slots if topology.scalable_units else []
+    placed = sorted(name for name, role in topology.roles.items() if role.placement == "reserved_slots")
+    for i, entry in enumerate(slots):
+        if entry.role is not None and entry.role not in placed:
+            problems.append(
+                (
+                    ("scalable_units", "reserved_slots", i, "role"),
+                    f"role {entry.role!r} is not placed in reserved slots; expected one of {placed} "
+                    "(a role with placement: reserved_slots)",
+                )
+            )
+    named = {entry.role for entry in slots}
+    for name in placed:
+        if name not in named and topology.scalable_units is not None:
+            problems.append(
+                (
+                    ("roles", name, "placement"),
+                    f"placement reserved_slots, but no scalable_units.reserved_slots entry has role: {name}",
+                )
+            )
     return problems
 
 

@@ -165,7 +165,9 @@ def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports:
         members = by_unit[unit]
         if rails > 1:
             for endpoint in members:
-                if len(endpoint.ports) != rails:
+                # A host in a reserved slot (a fabric manager) may use only the first rails.
+                in_reserved_slot = topology.roles[endpoint.host.role].placement == "reserved_slots"
+                if len(endpoint.ports) > rails or (len(endpoint.ports) < rails and not in_reserved_slot):
                     raise FabricSizeError(
                         f"{endpoint.host.name} has {len(endpoint.ports)} port(s) on {plan.name}, "
                         f"but the rail-optimised fabric has {rails} rails"
@@ -178,6 +180,8 @@ def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports:
                 rail_leaves = [_leaf(plan, unit, rail, n) for n in range(1, per_rail + 1)]
                 leaves.extend(rail_leaves)
                 for endpoint, position in positions:
+                    if rail > len(endpoint.ports):
+                        continue
                     leaf = rail_leaves[position // down]
                     if plan.complete:
                         plan.links.append(
@@ -194,6 +198,8 @@ def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports:
                 for leaf in rail_leaves:
                     ports.used[leaf.name] = down  # uplinks start above the downlink block
         else:
+            # In slot order, so a host in a reserved slot is cabled where its slot lies.
+            members.sort(key=lambda e: e.host.slot or 0)
             flat = [(e, p) for e in members for p in e.ports]
             count = math.ceil(len(flat) / down)
             unit_leaves = [_leaf(plan, unit, None, n) for n in range(1, count + 1)]

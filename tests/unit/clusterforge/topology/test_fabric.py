@@ -103,13 +103,14 @@ def cluster(
 
 EXAMPLE_COUNTS = {
     # file: hosts, GPUs, {fabric: (switches per tier, links per tier)}
+    # 127 DGX, the UFM appliance, 2 head and 2 login hosts; 127 x 8 DGX ports + 4 UFM ports.
     "h100-superpod": (
-        131,
+        132,
         1016,
         {
-            "compute": ({"leaf": 32, "spine": 16}, {"node-leaf": 1016, "leaf-spine": 32 * 16 * 2}),
-            "inband": ({"leaf": 5, "spine": 2}, {"node-leaf": 131, "leaf-spine": 5 * 16}),
-            "oob": ({"leaf": 5, "spine": 1}, {"node-leaf": 131, "leaf-spine": 5 * 8}),
+            "compute": ({"leaf": 32, "spine": 16}, {"node-leaf": 1020, "leaf-spine": 32 * 16 * 2}),
+            "inband": ({"leaf": 5, "spine": 2}, {"node-leaf": 132, "leaf-spine": 5 * 16}),
+            "oob": ({"leaf": 5, "spine": 1}, {"node-leaf": 132, "leaf-spine": 5 * 8}),
         },
     ),
     "pcie-roce-small": (
@@ -164,6 +165,9 @@ def test_superpod_nodes_and_gpus(superpod):
     compute = [h for h in superpod.hosts if h.role == "compute"]
     assert len(compute) == 4 * 32 - 1 == 127
     assert (4, 32) not in {(h.unit, h.slot) for h in compute}
+    assert [(h.name, h.role, h.unit, h.slot) for h in superpod.hosts if h.role == "management"] == [
+        ("ufm01", "management", 4, 32)
+    ]
     assert sum(superpod.topology.node_types[h.node_type].gpu.count for h in compute) == 1016
 
 
@@ -190,15 +194,31 @@ def test_superpod_rail_r_of_unit_u_goes_to_leaf_u_r(superpod):
     fabric = superpod.fabrics["compute"]
     switch = {s.name: s for s in fabric.switches}
     host = {h.name: h for h in superpod.hosts}
-    rails = [hca.device for hca in superpod.topology.node_types["dgx_h100"].hcas]
+    node_types = superpod.topology.node_types
     node_links = [link for link in fabric.links if link.tier == "node-leaf"]
-    assert len(node_links) == 127 * 8
+    assert len(node_links) == 127 * 8 + 4
     for link in node_links:
         leaf = switch[link.b]
+        rails = [hca.device for hca in node_types[host[link.a].node_type].hcas]
         assert (leaf.unit, leaf.rail) == (host[link.a].unit, rails.index(link.a_port) + 1)
         assert link.b_port == host[link.a].slot  # slot s uses port s of each rail leaf
         assert link.speed_gbps == 400
-    assert [len(leaves) for leaves in fabric.attachments.values()] == [8] * 127
+    assert Counter(len(leaves) for leaves in fabric.attachments.values()) == Counter({8: 127, 4: 1})  # DGX, UFM
+
+
+def test_superpod_ufm_is_cabled_in_its_reserved_slot(superpod):
+    """NVIDIA DGX SuperPOD H100 reference architecture, "Network Fabrics", Table 4 (compute fabric
+    component count): 4 SUs = 127 nodes, 32 leaf and 16 spine switches, 1,020 "compute and UFM"
+    cables and 1,024 spine-leaf cables; 1 SU = 31 nodes and 252 (31 x 8 + 4) cables. So the UFM
+    takes 4 leaf ports: here ports 32 (slot 4/32) of unit 4's rail 1-4 leaves.
+    https://docs.nvidia.com/dgx-superpod/reference-architecture-scalable-infrastructure-h100/latest/network-fabrics.html"""
+    fabric = superpod.fabrics["compute"]
+    node_links = [link for link in fabric.links if link.tier == "node-leaf"]
+    assert len(node_links) == 1020
+    assert sum(1 for link in fabric.links if link.tier == "leaf-spine") == 1024
+    ufm = [(link.a_port, link.b, link.b_port) for link in node_links if link.a == "ufm01"]
+    assert ufm == [(f"mlx5_{r - 1}", f"compute-su4-r{r}-leaf1", 32) for r in range(1, 5)]
+    assert fabric.attachments["ufm01"] == [f"compute-su4-r{r}-leaf1" for r in range(1, 5)]
 
 
 def test_superpod_leaves_are_non_blocking(superpod):
@@ -206,7 +226,8 @@ def test_superpod_leaves_are_non_blocking(superpod):
     ports = ports_by_switch(fabric)
     for s in fabric.switches:
         down = [p for p in ports[s.name] if p <= 32]
-        assert len(ports[s.name]) == (63 if (s.unit, s.tier) == (4, "leaf") else 64)  # slot 4/32 is reserved
+        # Slot 4/32 holds the UFM, cabled to rails 1-4 only.
+        assert len(ports[s.name]) == (63 if s.tier == "leaf" and (s.unit, s.rail) >= (4, 5) else 64)
         if s.tier == "leaf":
             assert len(down) == len(ports[s.name]) - 32  # 32 up whatever the leaf carries
 

@@ -38,9 +38,9 @@ def parse(*argv: str) -> argparse.Namespace:
 def test_hosts_and_gpus(summary):
     assert summary["cluster"] == "superpod"
     assert summary["hosts"] == {
-        "total": 131,
-        "by_role": {"head": 2, "login": 2, "compute": 127},
-        "by_node_type": {"dgx_h100": 127, "mgmt_server": 4},
+        "total": 132,
+        "by_role": {"head": 2, "management": 1, "login": 2, "compute": 127},
+        "by_node_type": {"dgx_h100": 127, "mgmt_server": 4, "ufm_appliance": 1},
     }
     assert summary["gpus"] == {"total": 1016, "by_model": {"NVIDIA H100 80GB HBM3": 1016}}
     assert summary["scalable_units"] == {"count": 4, "nodes_per_unit": 32, "reserved_slots": 1}
@@ -50,18 +50,19 @@ def test_compute_fabric_counts(summary):
     compute = summary["fabrics"]["compute"]
     assert compute["topology"] == "rail_optimized_fat_tree"
     assert compute["rails"] == 8
-    assert compute["attached_hosts"] == 127
+    assert compute["attached_hosts"] == 128  # 127 DGX and the UFM appliance
     assert compute["switches"] == {"leaf": 32, "spine": 16}
-    assert compute["links"] == {"node-leaf": 1016, "leaf-spine": 1024}
+    # NVIDIA's table for 4 SUs: 1,020 compute-and-UFM cables (127 x 8 + 4), 1,024 spine-leaf.
+    assert compute["links"] == {"node-leaf": 1020, "leaf-spine": 1024}
     # Rail leaves serve a whole unit, so node links leave the rack: AOCs; uplinks are optics.
-    assert compute["cables"] == {"aoc": 1016, "fibre": 1024, "transceivers": 2048}
+    assert compute["cables"] == {"aoc": 1020, "fibre": 1024, "transceivers": 2048}
 
 
 def test_service_fabrics_and_switch_total(summary):
     inband, oob = summary["fabrics"]["inband"], summary["fabrics"]["oob"]
-    assert inband["links"]["node-leaf"] == 131 and oob["links"]["node-leaf"] == 131
-    assert inband["cables"] == {"dac": 131, "fibre": 80, "transceivers": 160}
-    assert oob["cables"] == {"cat6": 171, "transceivers": 0}
+    assert inband["links"]["node-leaf"] == 132 and oob["links"]["node-leaf"] == 132
+    assert inband["cables"] == {"dac": 132, "fibre": 80, "transceivers": 160}
+    assert oob["cables"] == {"cat6": 132 + 40, "transceivers": 0}
     per_fabric = sum(sum(f["switches"].values()) for f in summary["fabrics"].values())
     assert summary["switches"] == per_fabric == 48 + 7 + 6
 
@@ -84,8 +85,8 @@ def test_key_order_is_stable_and_json_round_trips(plan, summary):
 
 def test_bom_totals_are_in_the_summary(summary):
     assert summary["bom"]["power_kw"] > 0
-    # Servers and GPUs alone: 127 * 160k + 4 * 15k + 1016 * 30k.
-    assert summary["bom"]["price_usd"] > 127 * 160_000 + 4 * 15_000 + 1016 * 30_000
+    # Servers and GPUs alone: 127 * 160k + 4 * 15k + 1 * 60k (UFM) + 1016 * 30k.
+    assert summary["bom"]["price_usd"] > 127 * 160_000 + 4 * 15_000 + 60_000 + 1016 * 30_000
 
 
 def test_show_json_prints_the_summary(capsys, summary):
@@ -116,7 +117,7 @@ def test_show_says_how_many_cores_each_spine_reaches(tmp_path, capsys, monkeypat
 
 def test_validate_ok(capsys):
     assert topology_cli.run(parse("topology", "validate", str(SUPERPOD))) == 0
-    assert capsys.readouterr().out.strip() == "ok: 131 hosts, 1016 GPUs, 61 switches"
+    assert capsys.readouterr().out.strip() == "ok: 132 hosts, 1016 GPUs, 61 switches"
 
 
 @pytest.mark.parametrize("command", [("validate",), ("show", "--json")])
