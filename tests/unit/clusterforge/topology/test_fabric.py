@@ -232,6 +232,32 @@ def test_superpod_leaves_are_non_blocking(superpod):
             assert len(down) == len(ports[s.name]) - 32  # 32 up whatever the leaf carries
 
 
+@pytest.mark.parametrize("topology", ["fat_tree", "rail_optimized_fat_tree"])
+def test_a_host_in_a_reserved_slot_is_cabled_where_its_slot_lies(tmp_path, topology):
+    # 2 units of 4 slots on 8-port leaves (4 down); slot 1/2 holds a management host with one
+    # port (fewer than the compute nodes' rails). Slot s of a unit is port s of its leaves, so
+    # the three compute nodes of unit 1 take ports 1, 3 and 4 around it.
+    rails = 2 if topology == "rail_optimized_fat_tree" else 1
+    spec = {"topology": topology, **({"rails": rails} if rails > 1 else {})}
+    path = cluster(tmp_path, fabric=spec, hcas=rails, units=(2, 4), radix=8)
+    data = yaml.safe_load(path.read_text())
+    data["node_types"]["manager"] = {
+        "hcas": [{"device": "mlx5_0", "netdev": "ib0", "pci": "0000:01:00.0", "rate_gbps": 400}]
+    }
+    data["roles"]["management"] = {"node_type": "manager", "placement": "reserved_slots", "hostname": "mgr{index}"}
+    data["scalable_units"]["reserved_slots"] = [{"unit": 1, "slot": 2, "role": "management"}]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    fabric = load(path).fabrics["compute"]
+    unit1 = [(link.a, link.a_port, link.b, link.b_port) for link in fabric.links if "su1" in link.b]
+    leaf = "compute-su1-r1-leaf1" if rails > 1 else "compute-su1-leaf1"
+    expected = [("n00001", "mlx5_0", leaf, 1), ("mgr1", "mlx5_0", leaf, 2)]
+    expected += [("n00002", "mlx5_0", leaf, 3), ("n00003", "mlx5_0", leaf, 4)]
+    assert sorted(link for link in unit1 if link[2] == leaf and link[3] <= 4) == sorted(expected)
+    assert fabric.attachments["mgr1"] == [leaf]  # one port: rail 1 only
+    assert sum(1 for link in fabric.links if link.tier == "node-leaf") == 7 * rails + 1
+    assert_cabling_is_sound(fabric)
+
+
 # --- fat trees -----------------------------------------------------------------------------------
 
 
