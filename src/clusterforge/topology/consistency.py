@@ -7,6 +7,7 @@ import ipaddress
 from collections import Counter
 
 from clusterforge.topology.addressing import Subnet, overlapping
+from clusterforge.topology.fabric import rail_ports_fit
 from clusterforge.topology.hosts import Host
 from clusterforge.topology.model import MAX_HOSTS, Topology
 from clusterforge.topology.source import Location
@@ -75,9 +76,8 @@ def references(topology: Topology) -> list[Problem]:
             if node_type is None:
                 continue
             ports = sum(1 for h in node_type.hcas if h.fabric == fabric_name)
-            # A host in a reserved slot (a fabric manager) may use only the first rails' leaf ports.
             expected = "at most one HCA per rail" if role.placement == "reserved_slots" else "one HCA per rail"
-            if ports > fabric.rails or (ports and ports < fabric.rails and role.placement != "reserved_slots"):
+            if ports and not rail_ports_fit(ports, fabric.rails, role):
                 problems.append(
                     (
                         ("fabrics", fabric_name, "rails"),

@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from clusterforge.topology.hosts import Host
-from clusterforge.topology.model import Fabric, Topology
+from clusterforge.topology.model import Fabric, Role, Topology
 from clusterforge.topology.source import Location
 
 
@@ -134,6 +134,11 @@ def leaf_split(spec: Fabric) -> tuple[int, int]:
     return radix - up, up
 
 
+def rail_ports_fit(ports: int, rails: int, role: Role) -> bool:
+    """One port per rail; a host in a reserved slot (a fabric manager) may use only the first rails."""
+    return ports == rails or (ports < rails and role.placement == "reserved_slots")
+
+
 def _split_warnings(spec: Fabric) -> list[str]:
     """A leaf's ports split into whole down and up counts: say so when that misses the ratio asked."""
     down, up = leaf_split(spec)
@@ -165,9 +170,7 @@ def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports:
         members = by_unit[unit]
         if rails > 1:
             for endpoint in members:
-                # A host in a reserved slot (a fabric manager) may use only the first rails.
-                in_reserved_slot = topology.roles[endpoint.host.role].placement == "reserved_slots"
-                if len(endpoint.ports) > rails or (len(endpoint.ports) < rails and not in_reserved_slot):
+                if not rail_ports_fit(len(endpoint.ports), rails, topology.roles[endpoint.host.role]):
                     raise FabricSizeError(
                         f"{endpoint.host.name} has {len(endpoint.ports)} port(s) on {plan.name}, "
                         f"but the rail-optimised fabric has {rails} rails"
