@@ -1,7 +1,7 @@
 """Write a 100,000-GPU topology (12,500 8-GPU nodes) for the scale benchmark.
 
 Derived from the H100 SuperPOD example: 391 scalable units of 32 slots (12 slots reserved
-in the last unit, leaving exactly 12,500 nodes) on a rail-optimised fabric of 128-port
+in the last unit, one of them the UFM's, leaving exactly 12,500 nodes) on a rail-optimised fabric of 128-port
 switches, which needs the third (core) tier."""
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ def scale_topology() -> dict:
         "nodes_per_unit": SLOTS,
         "reserved_slots": [{"unit": UNITS, "slot": SLOTS - i, "purpose": "spare"} for i in range(RESERVED)],
     }
+    # The example's UFM (role management) keeps a reserved slot: the last one.
+    topology["scalable_units"]["reserved_slots"][0].update(purpose="UFM fabric manager", role="management")
     topology["fabrics"]["compute"]["switch"].update(radix=128, model="Q3400-128")
     for fabric in ("inband", "oob"):
         topology["fabrics"][fabric]["switch"].update(radix=128)

@@ -72,7 +72,8 @@ def test_constructed_options_are_applied(tmp_path):
     inventory = json.loads(ansible("ansible-inventory", "-i", str(extended), "--list").stdout)
     assert len(inventory["unit_2"]["hosts"]) == 32
     assert len(inventory["first_unit"]["hosts"]) == 32
-    assert inventory["_meta"]["hostvars"]["dgx001"]["bmc_address"] == "10.131.0.14"
+    # dgx001 is host 6 (2 head, the UFM, 2 login before it): offset 10 + 5.
+    assert inventory["_meta"]["hostvars"]["dgx001"]["bmc_address"] == "10.131.0.15"
 
 
 def test_constructed_options_see_node_type_variables_with_strict(tmp_path):

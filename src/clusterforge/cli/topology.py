@@ -14,8 +14,7 @@ from clusterforge.errors import UsageError
 from clusterforge.topology import ClusterPlan, TopologyError, load
 
 console = Console()
-# Warnings go to stderr so that stdout stays what a script parses (show --json).
-warnings = Console(stderr=True)
+err_console = Console(stderr=True)  # warnings: `show --json` keeps stdout for the JSON
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -39,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     # validate needs no links: every size check is made without them (fabric.generate).
     plan = _load(args.file, links=args.topology_command != "validate")
     for line in plan.warning_lines():
-        warnings.print(f"warning: {line}", highlight=False, soft_wrap=True)
+        err_console.print(f"warning: {line}", highlight=False, soft_wrap=True, markup=False)
     handler = {"show": _show, "validate": _validate, "render": _render, "draw": _draw}[args.topology_command]
     return handler(plan, args)
 
@@ -108,7 +107,7 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
         fabrics.add_row(
             name,
             f"{fabric['purpose']}, {fabric['link_layer']}, {fabric['topology']}, {fabric['switch_model']}",
-            _counts(fabric["switches"]),
+            "\n".join(filter(None, (_counts(fabric["switches"]), _core_reach(fabric.get("cores_per_spine"))))),
             links,
             _counts(fabric["cables"]),
         )
@@ -124,6 +123,13 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
 
 def _counts(counts: dict[str, int]) -> str:
     return "\n".join(f"{name}: {count}" for name, count in counts.items()) or "-"
+
+
+def _core_reach(reach: dict[str, int] | None) -> str:
+    if reach is None:
+        return ""
+    cores = str(reach["min"]) if reach["min"] == reach["max"] else f"{reach['min']}-{reach['max']}"
+    return f"cores per spine: {cores}"
 
 
 def _render(plan: ClusterPlan, args: argparse.Namespace) -> int:

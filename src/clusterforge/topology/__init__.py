@@ -27,7 +27,8 @@ class ClusterPlan:
     hosts: list[Host]
     subnets: dict[str, Subnet]
     fabrics: dict[str, FabricPlan] = field(default_factory=dict)
-    # (field, line, message): what load() accepted but an operator should know (a port left free)
+    # What is built other than the file asks (the nearest whole split of a leaf's ports), with
+    # the field and its line, as (location, line, message): valid, but worth a look.
     warnings: list[tuple[Location, int | None, str]] = field(default_factory=list)
     _expectations: dict[str, NodeExpectations] = field(default_factory=dict, init=False, repr=False)
 
@@ -107,15 +108,14 @@ class ClusterPlan:
         found: dict[str, str | list[str]] = dict(self.interface_addresses(host))
         ipoib_position = self._ipoib_positions.get(host.name)
         if ipoib_position is not None and self.topology.addressing.ipoib:
-            found["ipoib"] = [
-                self.subnets[f"ipoib_rail{rail}"].address(ipoib_position)
-                for rail in range(1, len(self.topology.addressing.ipoib) + 1)
-            ]
+            # One per rail the host is cabled to: a fabric manager in a reserved slot may use fewer.
+            rails = min(len(self.topology.addressing.ipoib), self.expectations(host).rails or 0)
+            found["ipoib"] = [self.subnets[f"ipoib_rail{rail}"].address(ipoib_position) for rail in range(1, rails + 1)]
         return found
 
     def warning_lines(self) -> list[str]:
         """Each warning as `file:line: field: message`, like the errors."""
-        return [describe(self.path, warning) for warning in self.warnings]
+        return [describe(self.path, *warning) for warning in self.warnings]
 
     def switch_count(self) -> int:
         return sum(len(plan.switches) for plan in self.fabrics.values())
@@ -137,7 +137,7 @@ def load(path: str | Path, links: bool = True) -> ClusterPlan:
         topology = Topology.model_validate(data)
     except ValidationError as exc:
         fail([(_location(error["loc"]), _message(error)) for error in exc.errors()])
-    problems = consistency.references(topology)
+    problems = consistency.references(topology) + consistency.size(topology)
     if problems:
         fail(problems)
     hosts = expand_hosts(topology)
@@ -149,10 +149,11 @@ def load(path: str | Path, links: bool = True) -> ClusterPlan:
         except FabricSizeError as exc:
             problems.append((("fabrics", name, *exc.field), str(exc)))
     plan_subnets = consistency.plan_subnets(topology)
-    located = [
-        (("fabrics", name, *where), message) for name, fabric in fabrics.items() for where, message in fabric.warnings
-    ]
-    warnings = [(where, line_of(lines, where), message) for where, message in located]
+    warnings = []
+    for name, fabric in fabrics.items():
+        for within, message in fabric.warnings:
+            location = ("fabrics", name, *within)
+            warnings.append((location, line_of(lines, location), message))
     plan = ClusterPlan(path, topology, hosts, {s.name: s for s in plan_subnets}, fabrics, warnings)
     problems.extend(_ipoib_problems(plan))
     if not problems:

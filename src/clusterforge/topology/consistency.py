@@ -7,8 +7,9 @@ import ipaddress
 from collections import Counter
 
 from clusterforge.topology.addressing import Subnet, overlapping
+from clusterforge.topology.fabric import rail_ports_fit
 from clusterforge.topology.hosts import Host
-from clusterforge.topology.model import Topology
+from clusterforge.topology.model import MAX_HOSTS, Topology
 from clusterforge.topology.source import Location
 
 Problem = tuple[Location, str]
@@ -42,13 +43,14 @@ def references(topology: Topology) -> list[Problem]:
                         f"unknown fabric {fabric!r}; expected one of {sorted(topology.fabrics)}",
                     )
                 )
-        if role.placement == "scalable_units" and topology.scalable_units is None:
+        if role.placement != "count" and topology.scalable_units is None:
             problems.append(
                 (
                     ("roles", name, "placement"),
-                    "placement scalable_units needs a scalable_units section",
+                    f"placement {role.placement} needs a scalable_units section",
                 )
             )
+    problems.extend(_reserved_slot_roles(topology))
     for i, fabric in enumerate(topology.ansible.leaf_groups or ()):
         if fabric not in topology.fabrics:
             problems.append(
@@ -74,15 +76,61 @@ def references(topology: Topology) -> list[Problem]:
             if node_type is None:
                 continue
             ports = sum(1 for h in node_type.hcas if h.fabric == fabric_name)
-            if ports and ports != fabric.rails:
+            expected = "at most one HCA per rail" if role.placement == "reserved_slots" else "one HCA per rail"
+            if ports and not rail_ports_fit(ports, fabric.rails, role):
                 problems.append(
                     (
                         ("fabrics", fabric_name, "rails"),
                         f"{fabric.rails} rails, but node type {role.node_type!r} (role {role_name}) "
-                        f"has {ports} HCAs on this fabric; expected one HCA per rail",
+                        f"has {ports} HCAs on this fabric; expected {expected}",
                     )
                 )
     return problems
+
+
+def _reserved_slot_roles(topology: Topology) -> list[Problem]:
+    """A reserved slot names a role placed in reserved slots, and such a role has a slot."""
+    problems: list[Problem] = []
+    slots = topology.scalable_units.reserved_slots if topology.scalable_units else []
+    placed = sorted(name for name, role in topology.roles.items() if role.placement == "reserved_slots")
+    for i, entry in enumerate(slots):
+        if entry.role is not None and entry.role not in placed:
+            problems.append(
+                (
+                    ("scalable_units", "reserved_slots", i, "role"),
+                    f"role {entry.role!r} is not placed in reserved slots; expected one of {placed} "
+                    "(a role with placement: reserved_slots)",
+                )
+            )
+    named = {entry.role for entry in slots}
+    for name in placed:
+        if name not in named and topology.scalable_units is not None:
+            problems.append(
+                (
+                    ("roles", name, "placement"),
+                    f"placement reserved_slots, but no scalable_units.reserved_slots entry has role: {name}",
+                )
+            )
+    return problems
+
+
+def size(topology: Topology) -> list[Problem]:
+    """Refuse more than MAX_HOSTS hosts before any is made, naming the field that contributes
+    the most: a role's count, or the scalable units' count when their slots outnumber it."""
+    parts: dict[Location, int] = {("roles", name, "count"): role.count or 0 for name, role in topology.roles.items()}
+    units = topology.scalable_units
+    if units is not None and any(role.placement == "scalable_units" for role in topology.roles.values()):
+        parts[("scalable_units", "count")] = units.count * units.nodes_per_unit
+    total = sum(parts.values())
+    if total <= MAX_HOSTS:
+        return []
+    largest = max(parts, key=parts.__getitem__)
+    what = (
+        f"{units.count} units of {units.nodes_per_unit} slots = {parts[largest]} hosts"
+        if largest[0] == "scalable_units"
+        else f"{parts[largest]} hosts"
+    )
+    return [(largest, f"{what} make the cluster {total} hosts in all; at most {MAX_HOSTS} are supported")]
 
 
 def hostnames(hosts: list[Host], topology: Topology) -> list[Problem]:

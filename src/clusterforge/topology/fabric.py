@@ -10,7 +10,8 @@ from itertools import islice
 
 from clusterforge.topology import dragonfly
 from clusterforge.topology.hosts import Host
-from clusterforge.topology.model import Fabric, Topology
+from clusterforge.topology.model import Fabric, Role, Topology
+from clusterforge.topology.source import Location
 
 
 class FabricSizeError(ValueError):
@@ -55,11 +56,19 @@ class FabricPlan:
     # False when generated without the spine and core links (inventory use): counts of
     # links and cables from such a plan would be short.
     complete: bool = True
-    # (field under the fabric's settings, message): what is built but deserves a look
-    warnings: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
+    # What was built other than asked, each with its field under fabrics.<name>.
+    warnings: list[tuple[Location, str]] = field(default_factory=list)
 
     def tiers(self) -> list[str]:
         return [t for t in ("leaf", "spine", "core", "router") if any(s.tier == t for s in self.switches)]
+
+    def cores_reached(self) -> dict[str, int]:
+        """Spine name -> how many core switches its uplinks reach (three-tier fat trees; else empty)."""
+        reached: dict[str, set[str]] = defaultdict(set)
+        for link in self.links:
+            if link.tier == "spine-core":
+                reached[link.a].add(link.b)
+        return {spine: len(cores) for spine, cores in reached.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +124,8 @@ def generate(topology: Topology, fabric_name: str, hosts: list[Host], links: boo
         ports = _Ports(spec.switch.radix)
         leaves = _leaves(plan, topology, cabled, ports)
         _spines(plan, leaves, ports, links)
+        if len(leaves) > 1:  # a lone leaf has no uplinks, so no ratio to miss
+            plan.warnings.extend((("oversubscription",), w) for w in _split_warnings(spec))
     return plan
 
 
@@ -123,6 +134,22 @@ def leaf_split(spec: Fabric) -> tuple[int, int]:
     radix = spec.switch.radix
     up = math.floor(radix / (1 + spec.oversubscription))
     return radix - up, up
+
+
+def rail_ports_fit(ports: int, rails: int, role: Role) -> bool:
+    """One port per rail; a host in a reserved slot (a fabric manager) may use only the first rails."""
+    return ports == rails or (ports < rails and role.placement == "reserved_slots")
+
+
+def _split_warnings(spec: Fabric) -> list[str]:
+    """A leaf's ports split into whole down and up counts: say so when that misses the ratio asked."""
+    down, up = leaf_split(spec)
+    if up < 1 or math.isclose(down, spec.oversubscription * up):  # 1.1 * 10 is not exactly 11
+        return []
+    return [
+        f"{spec.oversubscription:g}:1 asked, but no split of a {spec.switch.radix}-port leaf into whole "
+        f"ports gives it: built {down} down and {up} up, {down / up:.3g}:1"
+    ]
 
 
 def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports: _Ports) -> list[Switch]:
@@ -145,7 +172,7 @@ def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports:
         members = by_unit[unit]
         if rails > 1:
             for endpoint in members:
-                if len(endpoint.ports) != rails:
+                if not rail_ports_fit(len(endpoint.ports), rails, topology.roles[endpoint.host.role]):
                     raise FabricSizeError(
                         f"{endpoint.host.name} has {len(endpoint.ports)} port(s) on {plan.name}, "
                         f"but the rail-optimised fabric has {rails} rails"
@@ -158,6 +185,8 @@ def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports:
                 rail_leaves = [_leaf(plan, unit, rail, n) for n in range(1, per_rail + 1)]
                 leaves.extend(rail_leaves)
                 for endpoint, position in positions:
+                    if rail > len(endpoint.ports):
+                        continue
                     leaf = rail_leaves[position // down]
                     if plan.complete:
                         plan.links.append(
@@ -174,6 +203,8 @@ def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports:
                 for leaf in rail_leaves:
                     ports.used[leaf.name] = down  # uplinks start above the downlink block
         else:
+            # In slot order, so a host in a reserved slot is cabled where its slot lies.
+            members.sort(key=lambda e: e.host.slot or 0)
             flat = [(e, p) for e in members for p in e.ports]
             count = math.ceil(len(flat) / down)
             unit_leaves = [_leaf(plan, unit, None, n) for n in range(1, count + 1)]
@@ -237,8 +268,8 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) 
                     )
                 )
         return
-    # Three tiers: pods of leaves (whole scalable units where they fit) under their own
-    # spines; spine j of every pod goes up to core group j.
+    # Three tiers: pods of leaves (whole scalable units where they fit) under their own spines,
+    # every spine cabled up to the cores.
     half = radix // 2
     pods = _pods(leaves, half)
     if len(pods) > radix:
@@ -247,10 +278,14 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) 
             "reach: use switches with more ports or fewer, larger scalable units"
         )
     # A spine sends up as many links as it takes from its pod's leaves (non-blocking), so a
-    # part-filled pod buys no core ports it cannot use.
-    cores_per_group = math.ceil(len(leaves) / radix)
-    # Links into each core group, counted across pods, so they spread evenly over its cores.
-    sent_to_group = [0] * up
+    # part-filled pod buys no core ports it cannot use: `up` spines per pod take one link from
+    # each leaf, len(leaves) * up spine uplinks in all, which ceil(len(leaves) / radix) * up cores hold.
+    cores = [f"{plan.name}-core{n:03d}" for n in range(1, math.ceil(len(leaves) / radix) * up + 1)]
+    # Uplinks go to the cores in turn, counted across spines and pods: a spine's uplinks are
+    # consecutive, so it reaches min(uplinks, cores) cores, evenly, and losing one core takes
+    # at most ceil(uplinks / cores) of its uplinks (a classic fat tree's spread); every core
+    # fills to within one link of the others.
+    sent = 0
     for pod_number, pod in enumerate(pods, start=1):
         spine_names = [f"{plan.name}-pod{pod_number}-spine{n:02d}" for n in range(1, up + 1)]
         plan.switches.extend(Switch(name, "spine", pod=pod_number) for name in spine_names)
@@ -258,8 +293,7 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) 
         if not links:
             continue
         for leaf in pod:
-            for uplink in range(up):
-                spine = spine_names[uplink % up]
+            for spine in spine_names:
                 plan.links.append(
                     Link(
                         "leaf-spine",
@@ -270,17 +304,13 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) 
                         speed,
                     )
                 )
-        for group, spine in enumerate(spine_names, start=1):
+        for spine in spine_names:
             ports.used[spine] = half
             for _ in range(len(pod)):
-                core = f"{plan.name}-core{group:02d}-{sent_to_group[group - 1] % cores_per_group + 1:02d}"
-                sent_to_group[group - 1] += 1
+                core = cores[sent % len(cores)]
+                sent += 1
                 plan.links.append(Link("spine-core", spine, str(ports.take(spine)), core, ports.take(core), speed))
-    plan.switches.extend(
-        Switch(f"{plan.name}-core{group:02d}-{n:02d}", "core", group=group)
-        for group in range(1, up + 1)
-        for n in range(1, cores_per_group + 1)
-    )
+    plan.switches.extend(Switch(name, "core") for name in cores)
 
 
 def _spine_count(leaves: int, up: int, radix: int) -> int:

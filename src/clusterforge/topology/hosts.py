@@ -15,7 +15,7 @@ class Host:
     node_type: str
     site: str
     unit: int | None = None  # scalable unit, for placement: scalable_units
-    slot: int | None = None  # slot within the unit
+    slot: int | None = None  # slot within the unit (a compute slot, or a reserved one)
 
 
 def expand_hosts(topology: Topology) -> list[Host]:
@@ -41,6 +41,12 @@ def expand_hosts(topology: Topology) -> list[Host]:
                     index += 1
                     name = template.format(index=index, unit=unit, slot=slot, site=site, role=role_name)
                     hosts.append(Host(name, role_name, index, role.node_type, site, unit, slot))
+        elif role.placement == "reserved_slots":
+            units = topology.scalable_units
+            slots = [r for r in (units.reserved_slots if units else ()) if r.role == role_name]
+            for index, entry in enumerate(slots, start=1):
+                name = template.format(index=index, unit=entry.unit, slot=entry.slot, site=site, role=role_name)
+                hosts.append(Host(name, role_name, index, role.node_type, site, entry.unit, entry.slot))
         else:
             for index in range(1, (role.count or 0) + 1):
                 name = template.format(index=index, unit=0, slot=0, site=site, role=role_name)

@@ -88,7 +88,9 @@ class Role(Strict):
     node_type: Name
     # Either a fixed count, or every slot of every scalable unit (compute nodes).
     count: int | None = Field(default=None, ge=0)
-    placement: Literal["count", "scalable_units"] = "count"
+    # reserved_slots: one host in each scalable_units.reserved_slots entry that names this role
+    # (a fabric manager such as UFM), cabled to that slot's leaf ports.
+    placement: Literal["count", "scalable_units", "reserved_slots"] = "count"
     hostname: str = Field(description="template ending in {index}, e.g. dgx{index:03d}")
     site: Name | None = None
     fabrics: list[Name] = Field(default_factory=list, description="fabrics its nodes attach to")
@@ -131,6 +133,8 @@ class Role(Strict):
             raise ValueError("needs count (or placement: scalable_units)")
         if self.placement == "scalable_units" and self.count is not None:
             raise ValueError("count is set by the scalable units; remove count")
+        if self.placement == "reserved_slots" and self.count is not None:
+            raise ValueError("count is set by the reserved slots that name this role; remove count")
         return self
 
 
@@ -186,6 +190,8 @@ class ReservedSlot(Strict):
     unit: int = Field(ge=1)
     slot: int = Field(ge=1)
     purpose: str = ""
+    # The role (placement: reserved_slots) whose host sits in the slot; none leaves it empty.
+    role: RoleName | None = None
 
 
 class ScalableUnits(Strict):
@@ -290,16 +296,6 @@ class Topology(Strict):
     strict: bool = False
     leading_separator: bool = True
     use_extra_vars: bool = False
-
-    @model_validator(mode="after")
-    def _bounded_size(self) -> Topology:
-        units = self.scalable_units
-        slots = units.count * units.nodes_per_unit if units else 0
-        total = sum(role.count or 0 for role in self.roles.values())
-        total += slots if any(r.placement == "scalable_units" for r in self.roles.values()) else 0
-        if total > MAX_HOSTS:
-            raise ValueError(f"{total} hosts; at most {MAX_HOSTS} are supported")
-        return self
 
     # Group and label prefix for what clusterforge derives (groups, Kubernetes labels).
     label_prefix: str = Field(

@@ -19,12 +19,11 @@ class TopologyError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        return "\n".join(describe(self.path, problem) for problem in self.problems)
+        return "\n".join(describe(self.path, *problem) for problem in self.problems)
 
 
-def describe(path: Path, problem: tuple[Location, int | None, str]) -> str:
-    """`file:line: field: message`, the form of every topology error and warning."""
-    location, line, message = problem
+def describe(path: Path | str, location: Location, line: int | None, message: str) -> str:
+    """`file:line: field: message`, the form of every problem and warning about a topology file."""
     where = f"{path}:{line}" if line else str(path)
     field = ".".join(str(part) for part in location) or "(top level)"
     return f"{where}: {field}: {message}"

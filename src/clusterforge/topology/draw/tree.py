@@ -245,7 +245,7 @@ def _switch_row(canvas: Canvas, switches: list[Switch], span: tuple[float, float
 
 
 def _short(switch: Switch) -> str:
-    """A switch name without its fabric and pod: compute-pod2-spine07 -> spine07, compute-core03-01 -> core03-01."""
+    """A switch name without its fabric and pod: compute-pod2-spine07 -> spine07, compute-core003 -> core003."""
     name = switch.name.split("-", 1)[-1]  # fabric names cannot contain "-" (model.NAME_PATTERN)
     return name.removeprefix(f"pod{switch.pod}-") if switch.pod is not None else name
 

@@ -1,5 +1,5 @@
 """NCCL settings per node type: nccl/<node_type>.env, and nccl/hosts.yml mapping each host
-to its file. Node types without HCAs on the GPU fabric (ClusterPlan.gpu_fabric) get none.
+to its file. Node types without GPUs or without HCAs on the GPU fabric (ClusterPlan.gpu_fabric) get none.
 
 The files use NCCL's own config-file syntax (`NAME=value`, no quotes), so one file works
 as /etc/nccl.conf, as NCCL_CONF_FILE, as a systemd EnvironmentFile and with
@@ -41,9 +41,10 @@ def socket_ifname(plan: ClusterPlan, node_type: NodeType) -> str:
 
 
 def settings(plan: ClusterPlan, type_name: str) -> dict[str, str] | None:
-    """NCCL variables for one node type, or None when it has no HCA on the GPU fabric."""
+    """NCCL variables for one node type, or None when it has no GPU (a fabric manager on the
+    GPU fabric runs no NCCL) or no HCA on the GPU fabric."""
     rail_hcas = plan.expectations(type_name).rail_hcas
-    if not rail_hcas:
+    if not rail_hcas or plan.topology.node_types[type_name].gpu is None:
         return None
     spec = plan.topology.fabrics[plan.gpu_fabric]
     found = {

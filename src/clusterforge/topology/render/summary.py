@@ -1,6 +1,6 @@
 """The counts an engineer checks first, as one stable JSON-able document: hosts per role,
-GPUs per model, and per fabric its switches and links per tier, its cables by kind and, for
-a dragonfly, its global ports used and available."""
+GPUs per model, and per fabric its switches and links per tier, its cables by kind, with a core
+tier how many cores each spine reaches, and for a dragonfly its global ports used and available."""
 
 from __future__ import annotations
 
@@ -80,4 +80,7 @@ def _fabric(plan: ClusterPlan, name: str) -> dict[str, Any]:
             "used": 2 * links["global"],
             "available": df.groups * df.routers_per_group * df.global_links_per_router,
         }
+    reached = fabric.cores_reached().values()
+    if reached:  # how widely spines spread their uplinks: what losing one core costs them
+        found["cores_per_spine"] = {"min": min(reached), "max": max(reached)}
     return found

@@ -172,22 +172,25 @@ def test_the_layout_checks_catch_overlap_and_overflow():
 def test_superpod_four_units_shows_every_leaf_and_spine():
     svg = render_svg(load(SUPERPOD))
     texts = _texts(svg)
-    for expected in ("32 leaf", "16 spine", "127 nodes", "1016 GPUs", "48 switches:", "1024 links", "2 per pair"):
+    # 128 hosts on the fabric: 127 DGX and the UFM appliance.
+    for expected in ("32 leaf", "16 spine", "128 nodes", "1016 GPUs", "48 switches:", "1024 links", "2 per pair"):
         assert expected in texts
     assert [t for t in texts if re.fullmatch(r"spine\d+", t)] == [f"spine{n:02d}" for n in range(1, 17)]
     assert [t for t in texts if t.startswith("SU")] == ["SU1", "SU2", "SU3", "SU4"]
     assert texts.count("r1") == 4 and texts.count("r8") == 4  # eight rail leaves per unit
     assert texts.count("256\u00d7400G") == 4  # one bundle per unit: 8 leaves x 32 uplinks
-    assert "31 nodes \u00b7 248 GPUs" in texts  # the UFM slot is left out of unit 4
+    assert "32 nodes \u00b7 248 GPUs" in texts  # unit 4: 31 DGX and the UFM in its reserved slot
     assert not any("core" in t for t in texts)
 
 
 def test_superpod_sixteen_units_collapses_into_pods(tmp_path):
     plan = load(_superpod_units(tmp_path, 16))
     texts = _texts(render_svg(plan))
-    for expected in ("128 leaf", "128 spine", "64 core", "511 nodes", "4088 GPUs", "4096 links"):
+    for expected in ("128 leaf", "128 spine", "64 core", "512 nodes", "4088 GPUs", "4096 links"):  # 511 DGX, UFM
         assert expected in texts
-    assert "64 core switches \u00b7 32 groups of 2" in texts
+    # Each spine's 32 uplinks go to 32 cores in turn: spines 1, 3, ... of every pod reach cores
+    # 1-32, spines 2, 4, ... cores 33-64, so two groups of 32 cores serve the same spines.
+    assert "64 core switches \u00b7 2 groups of 32" in texts
     assert [t for t in texts if t.startswith("pod ")] == [f"pod {n} \u00b7 32 spines" for n in range(1, 5)]
     assert [t for t in texts if t.startswith("SU")] == [f"SU{n}" for n in range(1, 17)]
     assert texts.count("8 leaves") == 16

@@ -103,13 +103,14 @@ def cluster(
 
 EXAMPLE_COUNTS = {
     # file: hosts, GPUs, {fabric: (switches per tier, links per tier)}
+    # 127 DGX, the UFM appliance, 2 head and 2 login hosts; 127 x 8 DGX ports + 4 UFM ports.
     "h100-superpod": (
-        131,
+        132,
         1016,
         {
-            "compute": ({"leaf": 32, "spine": 16}, {"node-leaf": 1016, "leaf-spine": 32 * 16 * 2}),
-            "inband": ({"leaf": 5, "spine": 2}, {"node-leaf": 131, "leaf-spine": 5 * 16}),
-            "oob": ({"leaf": 5, "spine": 1}, {"node-leaf": 131, "leaf-spine": 5 * 8}),
+            "compute": ({"leaf": 32, "spine": 16}, {"node-leaf": 1020, "leaf-spine": 32 * 16 * 2}),
+            "inband": ({"leaf": 5, "spine": 2}, {"node-leaf": 132, "leaf-spine": 5 * 16}),
+            "oob": ({"leaf": 5, "spine": 1}, {"node-leaf": 132, "leaf-spine": 5 * 8}),
         },
     ),
     "pcie-roce-small": (
@@ -164,6 +165,9 @@ def test_superpod_nodes_and_gpus(superpod):
     compute = [h for h in superpod.hosts if h.role == "compute"]
     assert len(compute) == 4 * 32 - 1 == 127
     assert (4, 32) not in {(h.unit, h.slot) for h in compute}
+    assert [(h.name, h.role, h.unit, h.slot) for h in superpod.hosts if h.role == "management"] == [
+        ("ufm01", "management", 4, 32)
+    ]
     assert sum(superpod.topology.node_types[h.node_type].gpu.count for h in compute) == 1016
 
 
@@ -190,15 +194,31 @@ def test_superpod_rail_r_of_unit_u_goes_to_leaf_u_r(superpod):
     fabric = superpod.fabrics["compute"]
     switch = {s.name: s for s in fabric.switches}
     host = {h.name: h for h in superpod.hosts}
-    rails = [hca.device for hca in superpod.topology.node_types["dgx_h100"].hcas]
+    node_types = superpod.topology.node_types
     node_links = [link for link in fabric.links if link.tier == "node-leaf"]
-    assert len(node_links) == 127 * 8
+    assert len(node_links) == 127 * 8 + 4
     for link in node_links:
         leaf = switch[link.b]
+        rails = [hca.device for hca in node_types[host[link.a].node_type].hcas]
         assert (leaf.unit, leaf.rail) == (host[link.a].unit, rails.index(link.a_port) + 1)
         assert link.b_port == host[link.a].slot  # slot s uses port s of each rail leaf
         assert link.speed_gbps == 400
-    assert [len(leaves) for leaves in fabric.attachments.values()] == [8] * 127
+    assert Counter(len(leaves) for leaves in fabric.attachments.values()) == Counter({8: 127, 4: 1})  # DGX, UFM
+
+
+def test_superpod_ufm_is_cabled_in_its_reserved_slot(superpod):
+    """NVIDIA DGX SuperPOD H100 reference architecture, "Network Fabrics", Table 4 (compute fabric
+    component count): 4 SUs = 127 nodes, 32 leaf and 16 spine switches, 1,020 "compute and UFM"
+    cables and 1,024 spine-leaf cables; 1 SU = 31 nodes and 252 (31 x 8 + 4) cables. So the UFM
+    takes 4 leaf ports: here ports 32 (slot 4/32) of unit 4's rail 1-4 leaves.
+    https://docs.nvidia.com/dgx-superpod/reference-architecture-scalable-infrastructure-h100/latest/network-fabrics.html"""
+    fabric = superpod.fabrics["compute"]
+    node_links = [link for link in fabric.links if link.tier == "node-leaf"]
+    assert len(node_links) == 1020
+    assert sum(1 for link in fabric.links if link.tier == "leaf-spine") == 1024
+    ufm = [(link.a_port, link.b, link.b_port) for link in node_links if link.a == "ufm01"]
+    assert ufm == [(f"mlx5_{r - 1}", f"compute-su4-r{r}-leaf1", 32) for r in range(1, 5)]
+    assert fabric.attachments["ufm01"] == [f"compute-su4-r{r}-leaf1" for r in range(1, 5)]
 
 
 def test_superpod_leaves_are_non_blocking(superpod):
@@ -206,9 +226,36 @@ def test_superpod_leaves_are_non_blocking(superpod):
     ports = ports_by_switch(fabric)
     for s in fabric.switches:
         down = [p for p in ports[s.name] if p <= 32]
-        assert len(ports[s.name]) == (63 if (s.unit, s.tier) == (4, "leaf") else 64)  # slot 4/32 is reserved
+        # Slot 4/32 holds the UFM, cabled to rails 1-4 only.
+        assert len(ports[s.name]) == (63 if s.tier == "leaf" and (s.unit, s.rail) >= (4, 5) else 64)
         if s.tier == "leaf":
             assert len(down) == len(ports[s.name]) - 32  # 32 up whatever the leaf carries
+
+
+@pytest.mark.parametrize("topology", ["fat_tree", "rail_optimized_fat_tree"])
+def test_a_host_in_a_reserved_slot_is_cabled_where_its_slot_lies(tmp_path, topology):
+    # 2 units of 4 slots on 8-port leaves (4 down); slot 1/2 holds a management host with one
+    # port (fewer than the compute nodes' rails). Slot s of a unit is port s of its leaves, so
+    # the three compute nodes of unit 1 take ports 1, 3 and 4 around it.
+    rails = 2 if topology == "rail_optimized_fat_tree" else 1
+    spec = {"topology": topology, **({"rails": rails} if rails > 1 else {})}
+    path = cluster(tmp_path, fabric=spec, hcas=rails, units=(2, 4), radix=8)
+    data = yaml.safe_load(path.read_text())
+    data["node_types"]["manager"] = {
+        "hcas": [{"device": "mlx5_0", "netdev": "ib0", "pci": "0000:01:00.0", "rate_gbps": 400}]
+    }
+    data["roles"]["management"] = {"node_type": "manager", "placement": "reserved_slots", "hostname": "mgr{index}"}
+    data["scalable_units"]["reserved_slots"] = [{"unit": 1, "slot": 2, "role": "management"}]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    fabric = load(path).fabrics["compute"]
+    unit1 = [(link.a, link.a_port, link.b, link.b_port) for link in fabric.links if "su1" in link.b]
+    leaf = "compute-su1-r1-leaf1" if rails > 1 else "compute-su1-leaf1"
+    expected = [("n00001", "mlx5_0", leaf, 1), ("mgr1", "mlx5_0", leaf, 2)]
+    expected += [("n00002", "mlx5_0", leaf, 3), ("n00003", "mlx5_0", leaf, 4)]
+    assert sorted(link for link in unit1 if link[2] == leaf and link[3] <= 4) == sorted(expected)
+    assert fabric.attachments["mgr1"] == [leaf]  # one port: rail 1 only
+    assert sum(1 for link in fabric.links if link.tier == "node-leaf") == 7 * rails + 1
+    assert_cabling_is_sound(fabric)
 
 
 # --- fat trees -----------------------------------------------------------------------------------
@@ -258,6 +305,30 @@ def test_oversubscription_trades_uplinks_for_downlinks(tmp_path, radix, ratio, d
     assert_cabling_is_sound(fabric)
 
 
+@pytest.mark.parametrize(
+    ("radix", "ratio", "built"),
+    [
+        # 64 / (1 + 2.5) = 18.3 uplinks: 18 up, 46 down, and 46 / 18 = 2.56.
+        (64, 2.5, "built 46 down and 18 up, 2.56:1"),
+        # 64 / 3 = 21.3: 21 up, 43 down, and 43 / 21 = 2.05.
+        (64, 2, "built 43 down and 21 up, 2.05:1"),
+    ],
+)
+def test_a_ratio_no_whole_split_reaches_is_built_and_reported(tmp_path, radix, ratio, built):
+    path = cluster(tmp_path, fabric={"topology": "fat_tree", "oversubscription": ratio}, count=200, radix=radix)
+    plan = load(path)
+    [(location, line, message)] = plan.warnings
+    assert location == ("fabrics", "compute", "oversubscription")
+    assert path.read_text().splitlines()[line - 1].strip() == f"oversubscription: {ratio}"
+    assert message == f"{ratio:g}:1 asked, but no split of a {radix}-port leaf into whole ports gives it: {built}"
+
+
+@pytest.mark.parametrize(("radix", "ratio"), [(64, 1), (64, 3), (48, 5), (36, 1.25)])  # 32/32, 48/16, 40/8, 20/16
+def test_a_ratio_whole_ports_reach_is_not_reported(tmp_path, radix, ratio):
+    path = cluster(tmp_path, fabric={"topology": "fat_tree", "oversubscription": ratio}, count=200, radix=radix)
+    assert load(path).warnings == []
+
+
 def test_single_leaf_has_no_spine(tmp_path):
     fabric = load(cluster(tmp_path, fabric={"topology": "fat_tree"}, count=8, hcas=2, radix=32)).fabrics["compute"]
     assert by_tier(fabric) == (Counter(leaf=1), Counter({"node-leaf": 16}))
@@ -272,11 +343,12 @@ def test_single_leaf_has_no_spine(tmp_path):
     ("units", "pods", "cores"),
     [
         # 16 SUs x 8 rails = 128 leaves > 64 ports: pods of 32 leaves (4 SUs) = 4 pods, each with
-        # 32 spines; spine j of every pod goes to core group j: 4 * 32 links = 2 cores of 64.
-        (16, 4, 32 * 2),
-        # 12 SUs = 96 leaves in 3 pods; each core group takes 3 * 32 = 96 links: 2 cores.
-        (12, 3, 32 * 2),
-        # 132 SUs = 33 pods; 33 * 32 = 1056 links per group need 17 cores of 64 (uneven split).
+        # 32 spines of 32 uplinks: 4 * 32 * 32 = 4096 links need 64 cores of 64 ports.
+        (16, 4, 64),
+        # 12 SUs = 96 leaves in 3 pods: 3 * 32 * 32 = 3072 links; 96 leaves / 64 ports rounds up to
+        # 2 cores per spine of a pod, 32 * 2 = 64 cores (48 links each).
+        (12, 3, 64),
+        # 132 SUs = 33 pods: 33,792 links; 1056 leaves / 64 rounds up to 17: 32 * 17 = 544 cores.
         (132, 33, 32 * 17),
     ],
 )
@@ -311,6 +383,51 @@ def test_three_tiers_when_leaves_outgrow_the_spine_radix(tmp_path, units, pods, 
     # Spines are non-blocking (32 down, 32 up) and every core reaches every pod.
     assert set(spine_links.values()) == {64}
     assert all(p == set(range(1, pods + 1)) for p in core_pods.values()) and len(core_pods) == cores
+    assert_cabling_is_sound(fabric)
+
+
+SPREAD_CASES = {
+    # 16 SUs: 128 leaves in 4 pods of 32, 32 spines per pod with 32 uplinks each; 4 pods x 32
+    # spines x 32 = 4096 uplinks on 64-port cores = 64 cores. A spine can reach 32 of them, one
+    # link each: losing a core takes 1 of 32 uplinks (NVIDIA's 16-SU table: 128 leaf, 128 spine,
+    # 64 core switches, 4096 cables per tier).
+    "superpod-16-su": (
+        {"topology": "rail_optimized_fat_tree", "rails": 8},
+        {"hcas": 8, "units": (16, 32)},
+        {"core": 64, "links": 4096, "reach": {32: 128}, "most_lost": 1},
+    ),
+    # 16-port leaves at 7:1: 14 down, 2 up; 225 nodes = 17 leaves > 16, so pods of 8 leaves: 8, 8
+    # and 1, with 2 spines each. 17 x 2 = 34 uplinks per tier, on ceil(17/16) x 2 = 4 cores. A
+    # full pod's spine has 8 uplinks for 4 cores: 2 to each, so losing a core takes 2 of its 8;
+    # the lone leaf's spines have 1 uplink, to 1 core.
+    "oversubscribed-small": (
+        {"topology": "fat_tree", "oversubscription": 7},
+        {"count": 225, "radix": 16},
+        {"core": 4, "links": 34, "reach": {4: 4, 1: 2}, "most_lost": 2},
+    ),
+}
+
+
+@pytest.mark.parametrize(("spec", "size", "expected"), SPREAD_CASES.values(), ids=SPREAD_CASES.keys())
+def test_each_spine_spreads_its_uplinks_evenly_over_as_many_cores_as_it_can(tmp_path, spec, size, expected):
+    fabric = load(cluster(tmp_path, fabric=spec, **size)).fabrics["compute"]
+    switches, links = by_tier(fabric)
+    assert switches["core"] == expected["core"]
+    assert links["leaf-spine"] == links["spine-core"] == expected["links"]
+    per_spine: dict[str, Counter] = defaultdict(Counter)
+    for link in fabric.links:
+        if link.tier == "spine-core":
+            per_spine[link.a][link.b] += 1
+    cores = expected["core"]
+    for spine, to_core in per_spine.items():
+        uplinks = sum(to_core.values())
+        assert len(to_core) == min(cores, uplinks), spine
+        assert max(to_core.values()) - min(to_core.values()) <= 1, spine  # parallel links spread evenly
+        # Losing the busiest core costs the spine at most ceil(uplinks / cores) of its uplinks.
+        assert max(to_core.values()) <= math.ceil(uplinks / cores), spine
+    assert Counter(len(to_core) for to_core in per_spine.values()) == Counter(expected["reach"])
+    assert max(max(c.values()) for c in per_spine.values()) == expected["most_lost"]
+    assert Counter(fabric.cores_reached().values()) == Counter(expected["reach"])
     assert_cabling_is_sound(fabric)
 
 

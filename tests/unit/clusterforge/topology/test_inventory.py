@@ -74,8 +74,9 @@ def test_superpod_groups_a_compute_node_belongs_to(superpod):
 
 def test_superpod_unit_and_leaf_groups_hold_the_units_nodes(superpod):
     assert hosts_of(superpod, "su4") == hosts_of(superpod, "compute_su4_leaves")
-    assert len(hosts_of(superpod, "su4")) == 31  # one slot reserved for the fabric manager
-    assert hosts_of(superpod, "fabric_compute") == hosts_of(superpod, "compute")
+    # 31 DGX and, in the slot reserved for it, the UFM fabric manager.
+    assert hosts_of(superpod, "su4") == {f"dgx{index:03d}" for index in range(97, 128)} | {"ufm01"}
+    assert hosts_of(superpod, "fabric_compute") == hosts_of(superpod, "compute") | {"ufm01"}
     assert superpod.group_vars["su4"] == {"clusterforge_unit": 4}
 
 
@@ -139,7 +140,11 @@ def test_three_tier_fat_tree_leaves_sit_under_their_pods(tmp_path):
 
 
 CAPABILITIES = {
-    "h100-superpod": {"gpu": ["type_dgx_h100"], "nvswitch": ["type_dgx_h100"], "infiniband": ["type_dgx_h100"]},
+    "h100-superpod": {
+        "gpu": ["type_dgx_h100"],
+        "nvswitch": ["type_dgx_h100"],
+        "infiniband": ["type_dgx_h100", "type_ufm_appliance"],  # the UFM's HCAs are on the compute fabric
+    },
     "pcie-roce-small": {"gpu": ["type_l40s_server"], "roce": ["type_l40s_server"]},
     # Slingshot NICs (cxi) on an Ethernet compute fabric: the schema marks them RDMA over Ethernet.
     "dragonfly-1k": {"gpu": ["type_a100_node"], "roce": ["type_a100_node"]},
@@ -158,7 +163,8 @@ def test_capability_groups_hold_the_node_types_that_have_them(name):
 
 def test_capability_groups_reach_the_hosts_of_their_node_types(superpod):
     dgx = {f"dgx{index:03d}" for index in range(1, 128)}
-    assert hosts_of(superpod, "gpu") == hosts_of(superpod, "infiniband") == dgx
+    assert hosts_of(superpod, "gpu") == dgx
+    assert hosts_of(superpod, "infiniband") == dgx | {"ufm01"}
     assert hosts_of(superpod, "roce") == set()
 
 

@@ -212,7 +212,8 @@ def test_slurm_compute_nodes_off_every_fabric_go_to_one_switch(tmp_path):
 
 def test_nccl_superpod_settings(plan):
     rendered = nccl.files(plan)
-    assert set(rendered) == {"nccl/dgx_h100.env", "nccl/hosts.yml"}  # mgmt servers have no compute HCA
+    # mgmt servers have no compute HCA; the UFM appliance has, but no GPU to run NCCL.
+    assert set(rendered) == {"nccl/dgx_h100.env", "nccl/hosts.yml"}
     assert nccl_conf(rendered["nccl/dgx_h100.env"]) == {
         "NCCL_IB_HCA": "=" + DGX_RAIL_ORDER,
         "NCCL_SOCKET_IFNAME": "^lo,docker",
@@ -265,7 +266,7 @@ def test_labels_superpod(plan):
 
 def test_every_label_follows_kubernetes_syntax(plan):
     document = yaml.safe_load(k8s_labels.labels_yaml(plan))
-    assert len(document) == 131
+    assert len(document) == 132
     for host_labels in document.values():
         for key, value in host_labels.items():
             prefix, name = key.split("/")
@@ -335,11 +336,15 @@ def test_cabling_csv_has_one_row_per_link(plan):
     rows = list(csv.reader(io.StringIO(cabling.cabling_csv(plan))))
     assert rows[0] == list(cabling.CSV_HEADER)
     body = rows[1:]
-    assert len(body) == 1016 + 1024 + (131 + 80) + (131 + 40)
+    # 127 DGX x 8 + 4 UFM ports (NVIDIA's 1,020 compute-and-UFM cables), 132 hosts in-band and out-of-band.
+    assert len(body) == 1020 + 1024 + (132 + 80) + (132 + 40)
     per_fabric_tier = {}
     for row in body:
         per_fabric_tier[row[0], row[1]] = per_fabric_tier.get((row[0], row[1]), 0) + 1
-    assert per_fabric_tier[("compute", "node-leaf")] == 1016
+    assert per_fabric_tier[("compute", "node-leaf")] == 1020
+    assert [row[2:6] for row in body if row[:3] == ["compute", "node-leaf", "ufm01"]] == [
+        ["ufm01", f"mlx5_{r - 1}", f"compute-su4-r{r}-leaf1", "32"] for r in range(1, 5)
+    ]
     assert per_fabric_tier[("compute", "leaf-spine")] == 1024
     assert all(row[6] == "400" for row in body if row[0] == "compute")
 
@@ -371,17 +376,18 @@ def test_bom_totals_from_the_counts(plan):
     # (quantity, unit power W, unit price USD) from the known counts, independently of bill().
     items = [
         (127, 4600, 160_000),  # DGX H100 without GPUs
+        (1, 1100, 60_000),  # UFM appliance
         (4, 800, 15_000),  # head and login
         (1016, 700, 30_000),  # H100
         (48, 1720, 32_000),  # QM9700
         (7, 600, 20_000),  # SN4600C
         (6, 100, 5_000),  # SN2201
-        (1016, d["aoc_400g"].power_w, d["aoc_400g"].price_usd),  # rail leaves are outside the rack
+        (1020, d["aoc_400g"].power_w, d["aoc_400g"].price_usd),  # rail leaves are outside the rack; DGX and UFM
         (2 * 1024, d["transceiver_400g"].power_w, d["transceiver_400g"].price_usd),
         (1024 + 80, d["fibre"].power_w, d["fibre"].price_usd),
-        (131, d["dac_100g"].power_w, d["dac_100g"].price_usd),  # in-band top-of-rack
+        (132, d["dac_100g"].power_w, d["dac_100g"].price_usd),  # in-band top-of-rack
         (2 * 80, d["transceiver_100g"].power_w, d["transceiver_100g"].price_usd),
-        (131 + 40, d["cat6_1g"].power_w, d["cat6_1g"].price_usd),  # 1G out-of-band
+        (132 + 40, d["cat6_1g"].power_w, d["cat6_1g"].price_usd),  # 1G out-of-band
     ]
     lines = bom.bill(plan)
     assert bom.totals(lines) == {
@@ -455,7 +461,7 @@ def test_static_inventory_keeps_every_host_variable_once(plan):
 
     walk(document["all"])
     expected = build(plan).host_vars
-    assert len(merged) == 131
+    assert len(merged) == 132
     assert all(merged[host] == expected[host] for host in merged)
     assert all(count == 1 for host, count in listed_with_vars.items() if expected[host])
     assert "&id" not in static_inventory.inventory_yaml(plan)

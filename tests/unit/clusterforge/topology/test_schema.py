@@ -241,7 +241,7 @@ CASES = {
         _set("roles.login.node_type", "dgx_h200"),
         ("roles", "login", "node_type"),
         "node_type: dgx_h200",
-        "unknown node type 'dgx_h200'; expected one of ['dgx_h100', 'mgmt_server']",
+        "unknown node type 'dgx_h200'; expected one of ['dgx_h100', 'mgmt_server', 'ufm_appliance']",
     ),
     "unknown-site": (
         _set("roles.head.site", "dc9"),
@@ -285,20 +285,20 @@ CASES = {
         "- 10.140.0.0/24",
         "overlaps 10.140.0.0/24",
     ),
-    # 131 hosts, but a /25 has 128 - 10 (offset) - 1 (broadcast) = 117 addresses.
+    # 132 hosts, but a /25 has 128 - 10 (offset) - 1 (broadcast) = 117 addresses.
     "exhausted-subnet": (
         _set("addressing.inband", "10.130.0.0/25"),
         ("addressing", "inband"),
         "inband: 10.130.0.0/25",
-        "10.130.0.0/25 has 117 addresses from offset 10, but 131 are needed",
+        "10.130.0.0/25 has 117 addresses from offset 10, but 132 are needed",
     ),
-    # A /24 from offset 100 has 155 addresses: enough for the 131 hosts, not for them and the
-    # 61 switches (32 leaves + 16 spines compute, 5 + 2 inband, 5 + 1 oob) = 192.
+    # A /24 from offset 100 has 155 addresses: enough for the 132 hosts, not for them and the
+    # 61 switches (32 leaves + 16 spines compute, 5 + 2 inband, 5 + 1 oob) = 193.
     "exhausted-oob-counts-switches": (
         _both(_set("addressing.oob", "10.131.0.0/24"), _set("addressing.first_host_offset", 100)),
         ("addressing", "oob"),
         "oob: 10.131.0.0/24",
-        "10.131.0.0/24 has 155 addresses from offset 100, but 192 are needed",
+        "10.131.0.0/24 has 155 addresses from offset 100, but 193 are needed",
     ),
     "ipoib-count-not-rails": (
         _delete("addressing.ipoib.7"),
@@ -328,7 +328,7 @@ CASES = {
         _dragonfly(p=8, a=8, h=8, g=8),
         None,
         None,
-        "1016 node ports exceed the dragonfly's p*a*g = 512 terminals",
+        "1020 node ports exceed the dragonfly's p*a*g = 512 terminals",
     ),
     "dragonfly-without-parameters": (
         _set("fabrics.compute.topology", "dragonfly"),
@@ -360,6 +360,32 @@ CASES = {
         "scalable_units:",
         "reserved slot 4/33 is outside 4 units of 32 slots",
     ),
+    "reserved-slot-for-a-counted-role": (
+        _set("scalable_units.reserved_slots.0.role", "login"),
+        ("scalable_units", "reserved_slots", 0, "role"),
+        "role: login",
+        "role 'login' is not placed in reserved slots; expected one of ['management']",
+    ),
+    "reserved-slot-role-without-a-slot": (
+        _delete("scalable_units.reserved_slots.0.role"),
+        ("roles", "management", "placement"),
+        "placement: reserved_slots",
+        "placement reserved_slots, but no scalable_units.reserved_slots entry has role: management",
+    ),
+    "reserved-slot-role-with-a-count": (
+        _set("roles.management.count", 1),
+        ("roles", "management"),
+        "management:",
+        "count is set by the reserved slots that name this role; remove count",
+    ),
+    # The UFM may use fewer rails than a DGX, not more than the fabric has.
+    "reserved-slot-host-with-more-ports-than-rails": (
+        _set("fabrics.compute.rails", 3),
+        ("fabrics", "compute", "rails"),
+        "rails: 3",
+        "3 rails, but node type 'ufm_appliance' (role management) has 4 HCAs on this fabric; "
+        "expected at most one HCA per rail",
+    ),
     "hca-names-missing-gpu": (
         _set("node_types.dgx_h100.gpu.count", 4),
         ("node_types", "dgx_h100"),
@@ -380,6 +406,21 @@ CASES = {
         ("fabrics", "oob", "switch", "radix"),
         "radix: 8",
         "33 leaves need 9 pods, more than a 8-port core switch can reach",
+    ),
+    # The size limit names the field that made the cluster too big, not the top level:
+    # 4096 x 512 = 2,097,152 slots plus 2 head and 2 login hosts.
+    "too-many-units": (
+        _both(_set("scalable_units.count", 4096), _set("scalable_units.nodes_per_unit", 512)),
+        ("scalable_units", "count"),
+        "count: 4096",
+        "4096 units of 512 slots = 2097152 hosts make the cluster 2097156 hosts in all; at most 200000",
+    ),
+    # 127 DGX (128 slots) + 2 head + 250,000 login hosts.
+    "too-many-hosts-in-a-role": (
+        _set("roles.login.count", 250_000),
+        ("roles", "login", "count"),
+        "count: 250000",
+        "250000 hosts make the cluster 250130 hosts in all; at most 200000 are supported",
     ),
     "node-type-with-dash": (
         _rename("node_types.dgx_h100", "DGX-H100"),

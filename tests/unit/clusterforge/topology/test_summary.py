@@ -7,6 +7,7 @@ import json
 
 import pytest
 import yaml
+from rich.console import Console
 
 from clusterforge import cli
 from clusterforge.cli import topology as topology_cli
@@ -37,9 +38,9 @@ def parse(*argv: str) -> argparse.Namespace:
 def test_hosts_and_gpus(summary):
     assert summary["cluster"] == "superpod"
     assert summary["hosts"] == {
-        "total": 131,
-        "by_role": {"head": 2, "login": 2, "compute": 127},
-        "by_node_type": {"dgx_h100": 127, "mgmt_server": 4},
+        "total": 132,
+        "by_role": {"head": 2, "management": 1, "login": 2, "compute": 127},
+        "by_node_type": {"dgx_h100": 127, "mgmt_server": 4, "ufm_appliance": 1},
     }
     assert summary["gpus"] == {"total": 1016, "by_model": {"NVIDIA H100 80GB HBM3": 1016}}
     assert summary["scalable_units"] == {"count": 4, "nodes_per_unit": 32, "reserved_slots": 1}
@@ -49,18 +50,19 @@ def test_compute_fabric_counts(summary):
     compute = summary["fabrics"]["compute"]
     assert compute["topology"] == "rail_optimized_fat_tree"
     assert compute["rails"] == 8
-    assert compute["attached_hosts"] == 127
+    assert compute["attached_hosts"] == 128  # 127 DGX and the UFM appliance
     assert compute["switches"] == {"leaf": 32, "spine": 16}
-    assert compute["links"] == {"node-leaf": 1016, "leaf-spine": 1024}
+    # NVIDIA's table for 4 SUs: 1,020 compute-and-UFM cables (127 x 8 + 4), 1,024 spine-leaf.
+    assert compute["links"] == {"node-leaf": 1020, "leaf-spine": 1024}
     # Rail leaves serve a whole unit, so node links leave the rack: AOCs; uplinks are optics.
-    assert compute["cables"] == {"aoc": 1016, "fibre": 1024, "transceivers": 2048}
+    assert compute["cables"] == {"aoc": 1020, "fibre": 1024, "transceivers": 2048}
 
 
 def test_service_fabrics_and_switch_total(summary):
     inband, oob = summary["fabrics"]["inband"], summary["fabrics"]["oob"]
-    assert inband["links"]["node-leaf"] == 131 and oob["links"]["node-leaf"] == 131
-    assert inband["cables"] == {"dac": 131, "fibre": 80, "transceivers": 160}
-    assert oob["cables"] == {"cat6": 171, "transceivers": 0}
+    assert inband["links"]["node-leaf"] == 132 and oob["links"]["node-leaf"] == 132
+    assert inband["cables"] == {"dac": 132, "fibre": 80, "transceivers": 160}
+    assert oob["cables"] == {"cat6": 132 + 40, "transceivers": 0}
     per_fabric = sum(sum(f["switches"].values()) for f in summary["fabrics"].values())
     assert summary["switches"] == per_fabric == 48 + 7 + 6
 
@@ -83,8 +85,8 @@ def test_key_order_is_stable_and_json_round_trips(plan, summary):
 
 def test_bom_totals_are_in_the_summary(summary):
     assert summary["bom"]["power_kw"] > 0
-    # Servers and GPUs alone: 127 * 160k + 4 * 15k + 1016 * 30k.
-    assert summary["bom"]["price_usd"] > 127 * 160_000 + 4 * 15_000 + 1016 * 30_000
+    # Servers and GPUs alone: 127 * 160k + 4 * 15k + 1 * 60k (UFM) + 1016 * 30k.
+    assert summary["bom"]["price_usd"] > 127 * 160_000 + 4 * 15_000 + 60_000 + 1016 * 30_000
 
 
 def test_show_json_prints_the_summary(capsys, summary):
@@ -98,9 +100,38 @@ def test_show_tables(capsys):
     assert "compute" in out and "1016" in out and "leaf-spine: 1024" in out
 
 
+def test_show_says_how_many_cores_each_spine_reaches(tmp_path, capsys, monkeypatch):
+    # 16 SUs: 4 pods of 32 leaves; each spine's 32 uplinks reach 32 of the 64 cores.
+    data = yaml.safe_load(SUPERPOD.read_text())
+    data["scalable_units"]["count"] = 16
+    data["scalable_units"]["reserved_slots"][0]["unit"] = 16
+    data["addressing"].update(inband="10.128.0.0/20", oob="10.129.0.0/20")
+    data["addressing"]["ipoib"] = [f"10.{140 + rail}.0.0/22" for rail in range(8)]
+    path = tmp_path / "sixteen.topology.yml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert summarise(load(path))["fabrics"]["compute"]["cores_per_spine"] == {"min": 32, "max": 32}
+    monkeypatch.setattr(topology_cli, "console", Console(width=200))  # no wrapping inside table cells
+    assert topology_cli.run(parse("topology", "show", str(path))) == 0
+    assert "cores per spine: 32" in capsys.readouterr().out
+
+
 def test_validate_ok(capsys):
     assert topology_cli.run(parse("topology", "validate", str(SUPERPOD))) == 0
-    assert capsys.readouterr().out.strip() == "ok: 131 hosts, 1016 GPUs, 61 switches"
+    assert capsys.readouterr().out.strip() == "ok: 132 hosts, 1016 GPUs, 61 switches"
+
+
+@pytest.mark.parametrize("command", [("validate",), ("show", "--json")])
+def test_a_ratio_built_other_than_asked_is_a_warning_with_its_field(tmp_path, capsys, command):
+    data = yaml.safe_load(SUPERPOD.read_text())
+    data["fabrics"]["inband"]["oversubscription"] = 2.5  # 64 ports: 46 down, 18 up at best
+    path = tmp_path / "ratio.topology.yml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if "oversubscription: 2.5" in text)
+    assert topology_cli.run(parse("topology", *command, str(path))) == 0
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"warning: {path}:{line}: fabrics.inband.oversubscription: 2.5:1 asked")
+    assert "built 46 down and 18 up, 2.56:1" in captured.err
+    assert "warning" not in captured.out
 
 
 def test_validate_turns_a_topology_error_into_a_usage_error(tmp_path):

@@ -182,7 +182,8 @@ def test_superpod_pairs_cross_scalable_units():
     assert set(pairs["crossings"].values()) == {P.SPINE}
     unit = {h.name: h.unit for h in plan.hosts}
     assert all(unit[a] != unit[b] for a, b in pairs["pairs"])
-    assert found["cabling"] == {"host": "dgx001", "fabric": "compute"}  # head nodes have no HCA
+    # Head nodes have no HCA; the UFM fabric manager (role management) is the first host that has one.
+    assert found["cabling"] == {"host": "ufm01", "fabric": "compute"}
     assert plan.expectations(plan.host("dgx001")).as_dict() | {
         "hca_rates": None,
         "link_layers": None,

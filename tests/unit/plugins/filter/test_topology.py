@@ -32,11 +32,12 @@ def test_a_dgx_in_the_last_unit(topology_host):
         "site": "dc1",
         "node_type": "dgx_h100",
     }
-    # 4 head and login nodes come first in the in-band and out-of-band plans; on the IPoIB
-    # rails only the DGX count, so dgx127 is the 127th there.
-    assert found["addresses"]["inband"] == "10.130.0.140"
-    assert found["addresses"]["oob"] == "10.131.0.140"
-    assert found["addresses"]["ipoib"] == [f"10.140.{rail}.136" for rail in range(8)]
+    # 2 head nodes, the UFM (management) and 2 login nodes come first in the in-band and
+    # out-of-band plans: dgx127 is host 132, offset 10 + 131. On the IPoIB rails only the hosts
+    # on the compute fabric count, the UFM and then the DGX: dgx127 is the 128th, 10 + 127.
+    assert found["addresses"]["inband"] == "10.130.0.141"
+    assert found["addresses"]["oob"] == "10.131.0.141"
+    assert found["addresses"]["ipoib"] == [f"10.140.{rail}.137" for rail in range(8)]
 
 
 def test_hcas_come_in_rail_order_with_their_ipoib_address(topology_host):
@@ -44,7 +45,8 @@ def test_hcas_come_in_rail_order_with_their_ipoib_address(topology_host):
     assert [hca["device"] for hca in hcas] == RAIL_ORDER
     assert [hca["rail"] for hca in hcas] == list(range(1, 9))
     assert [hca["gpu"] for hca in hcas] == list(range(8))
-    assert [hca["ipoib_address"] for hca in hcas] == [f"10.140.{rail}.10" for rail in range(8)]
+    # The second host on the IPoIB rails, after the UFM: offset 10 + 1.
+    assert [hca["ipoib_address"] for hca in hcas] == [f"10.140.{rail}.11" for rail in range(8)]
     assert hcas[4] == {
         "device": "mlx5_6",
         "netdev": "ibp154s0",
@@ -55,8 +57,18 @@ def test_hcas_come_in_rail_order_with_their_ipoib_address(topology_host):
         "fabric": "compute",
         "rail": 5,
         "link_layer": "infiniband",
-        "ipoib_address": "10.140.4.10",
+        "ipoib_address": "10.140.4.11",
     }
+
+
+def test_the_fabric_manager_has_an_ipoib_address_on_each_rail_it_is_cabled_to(topology_host):
+    # The UFM's 4 HCAs take rails 1-4 of its reserved slot; it is the first host on the rails: offset 10.
+    found = topology_host("ufm01", SUPERPOD)
+    assert (found["role"], found["unit"], found["slot"]) == ("management", 4, 32)
+    assert found["addresses"]["ipoib"] == [f"10.140.{rail}.10" for rail in range(4)]
+    assert [(hca["rail"], hca["ipoib_address"]) for hca in found["hcas"]] == [
+        (rail + 1, f"10.140.{rail}.10") for rail in range(4)
+    ]
 
 
 def test_expectations(topology_host):
