@@ -67,6 +67,14 @@ def _ib_ports(convert: str) -> Callable[[Any, dict[str, Any]], list]:
     return judge
 
 
+def _nic_affinity(parsed: Any, expected: dict[str, Any]) -> Any:
+    """gpu_check's affinity judge; a malformed hca_gpus or severity is the user's --expect."""
+    try:
+        return load("nic_affinity_judge").judge_nic_affinity(parsed, expected)
+    except ValueError as exc:
+        raise UsageError(f"--expect {exc}") from None
+
+
 # The judge calls are those of the modules: gpu_check (nvidia-smi -q, topo -m, kernel log),
 # ib_check (ibstat, ibv_devinfo), ib_bandwidth_check, nccl_check, cabling_check. dcgmi has no node
 # module yet; its judge is the one a module would call.
@@ -95,7 +103,10 @@ KINDS = {
         "nvidia_topo",
         "parse_topo_matrix",
         "nvidia-smi topo -m",
-        lambda parsed, expected: [load("gpu_judge").judge_nvlinks(parsed, expected)],
+        lambda parsed, expected: [
+            load("gpu_judge").judge_nvlinks(parsed, expected),
+            _nic_affinity(parsed, expected),
+        ],
     ),
     "kernel-log": Kind(
         "xid",
