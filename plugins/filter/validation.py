@@ -25,7 +25,8 @@ description:
     C(clusterforge_validation_probes) (bisection runs: each node of a failed pair with a good
     node), C(clusterforge_validation_culprits) (culprits, cleared, unresolved, untested) and
     C(clusterforge_cabling_csv) (the cabling plan CSV, as C(clusterforge topology render) writes it),
-    C(clusterforge_validation_records) (a registered check result trimmed for the report) and
+    C(clusterforge_validation_records) (a registered check result trimmed for the report),
+    C(clusterforge_validation_unreachable) (why a host became unreachable, from its registered results) and
     C(clusterforge_validation_host_verdict) (a host's status and failures from its records after the
     bisection, by the rule the report applies)."
 positional: _input, hosts
@@ -143,11 +144,10 @@ def records(registered, module, **extra):
     anything (no status) becomes status fail with its message."""
     if not registered:
         return []
-    items = registered.get("results") if isinstance(registered, dict) and "results" in registered else [registered]
     found = []
-    for item in items:
-        if not isinstance(item, dict) or (item.get("skipped") and "checks" not in item):
-            continue
+    for item in _items(registered):
+        if not isinstance(item, dict) or (item.get("skipped") and "checks" not in item) or item.get("unreachable"):
+            continue  # an unreachable run judged nothing: the host's record says it (unreachable_message)
         record = {"module": module, **extra}
         record.update({key: item[key] for key in RECORD_KEYS if key in item})
         if "status" not in record:
@@ -155,6 +155,23 @@ def records(registered, module, **extra):
             record["error"] = item.get("msg") or "the module returned no verdict"
         found.append(record)
     return found
+
+
+def _items(registered):
+    """The module runs of a registered result: its loop items, or itself."""
+    if isinstance(registered, dict) and "results" in registered:
+        return registered["results"] or []
+    return [registered]
+
+
+def unreachable_message(registered_results):
+    """Why a host left the run unreachable: the message of the first of its registered results
+    (looped or not) that could not reach it; None when none did."""
+    for registered in registered_results or ():
+        for item in [*_items(registered or {}), registered]:  # a loop that lost the host says it on an item
+            if isinstance(item, dict) and item.get("unreachable"):
+                return str(item.get("msg") or "unreachable")
+    return None
 
 
 def host_verdict(host_records, host, cleared=None):
@@ -186,4 +203,5 @@ class FilterModule:
             "clusterforge_cabling_csv": cabling_csv,
             "clusterforge_validation_records": records,
             "clusterforge_validation_host_verdict": host_verdict,
+            "clusterforge_validation_unreachable": unreachable_message,
         }

@@ -118,3 +118,43 @@ def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
         ("all_reduce:gpu01+gpu04", "probe", "pass"),
         ("all_reduce:gpu03+gpu02", "probe", "fail"),
     }
+
+
+def test_a_host_that_cannot_be_reached_is_recorded_and_reported_unreachable(tmp_path):
+    # ghost refuses the SSH connection (port 1), so it drops out at its first node check; node01
+    # (local, no recorded outputs: no hardware) is the one left to write ghost's file.
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text(
+        "[all]\n"
+        "ghost ansible_host=127.0.0.1 ansible_port=1 ansible_connection=ssh\n"
+        f"node01 ansible_connection=local ansible_python_interpreter={sys.executable} ansible_become=false\n"
+    )
+    (tmp_path / "replay" / "node01").mkdir(parents=True)
+    reports = tmp_path / "reports"
+    done = clusterforge(
+        "run",
+        str(PROJECT / "playbooks" / "validate.yml"),
+        "-i",
+        str(inventory),
+        "-e",
+        f"clusterforge_validation_replay_dir={tmp_path}/replay/{{{{ inventory_hostname }}}}",
+        "-e",
+        f"clusterforge_report_dir={reports}",
+        "-e",
+        "clusterforge_validation_run_id=lost",
+        env={"CLUSTERFORGE_STATE_DIR": str(tmp_path / "state")},
+        check=False,
+    )
+    assert "hosts: 2  failed: 0  unreachable: 1" in done.stdout, done.stdout[-4000:] + done.stderr[-2000:]
+    ghost = json.loads((reports / "lost" / "ghost.json").read_text())
+    assert "port 1: Connection refused" in ghost["unreachable"]
+    assert ghost["results"] == []  # it judged nothing before it was lost
+    assert json.loads((reports / "lost" / "node01.json").read_text())["unreachable"] is None
+
+    out = tmp_path / "out"
+    parser = argparse.ArgumentParser()
+    check_cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    assert check_cli.run(parser.parse_args(["report", str(reports / "lost"), "-o", str(out)])) == 0
+    document = json.loads((out / "report.json").read_text())
+    assert {node["host"]: node["status"] for node in document["nodes"]} == {"ghost": "unreachable", "node01": "skipped"}
+    assert document["status"] == "fail"

@@ -187,6 +187,7 @@ def test_superpod_pairs_cross_scalable_units():
         "hca_rates": None,
         "link_layers": None,
         "rail_hcas": None,
+        "hca_gpus": None,
     } == {
         "gpus": 8,
         "gpu_model": "NVIDIA H100 80GB HBM3",
@@ -195,6 +196,7 @@ def test_superpod_pairs_cross_scalable_units():
         "hca_rates": None,
         "link_layers": None,
         "rail_hcas": None,
+        "hca_gpus": None,
         "rails": 8,
         "nic_rate_gbps": 400,
     }
@@ -286,3 +288,17 @@ def test_records_trim_registered_results(filters):
     ]
     assert records({"skipped": True}, "cabling_check") == []
     assert records(None, "gpu_check") == []
+
+
+def test_an_unreachable_run_is_no_record_and_gives_the_reason(filters):
+    records, unreachable = filters["clusterforge_validation_records"], filters["clusterforge_validation_unreachable"]
+    # What ansible-core registers when the connection fails (seen with ssh to a closed port).
+    lost = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh: Connection refused"}
+    passed = {"status": "pass", "checks": []}
+    assert records(lost, "gpu_check") == []
+    assert records({"results": [passed, lost]}, "nccl_check") == [
+        {"module": "nccl_check", "status": "pass", "checks": []}
+    ]
+    assert unreachable([passed, {}, {"results": [passed, lost]}]) == lost["msg"]
+    assert unreachable([passed, lost]) == lost["msg"]
+    assert unreachable([passed, {}, {"skipped": True}]) is None
