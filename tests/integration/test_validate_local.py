@@ -238,3 +238,6 @@ def test_a_bad_node_among_eight_is_named_by_bisection_in_three_rounds(tmp_path):
     assert {node["host"]: node["status"] for node in document["nodes"]} == {
         host: "fail" if host == "node05" else "pass" for host in hosts
     }
+    assert document["bisection"]["culprits"] == ["node05"]
+    page = (out / "report.html").read_text()
+    assert "failed run across 8 nodes bisected in 3 rounds" in page and "culprits: node05" in page

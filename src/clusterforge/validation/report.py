@@ -236,6 +236,7 @@ def run_document(run: Run) -> dict[str, Any]:
         "bandwidth": [asdict(point) for point in run.bandwidth],
         "pairs": run.run.get("pairs") or {},
         "failed_pairs": run.run.get("failed_pairs") or [],
+        "bisection": run.run.get("bisection") or {},
         "verdict": run.verdict,
     }
 
@@ -409,12 +410,18 @@ def html_page(run: Run) -> str:
         )
     verdict = run.verdict
     failed_pairs = doc["failed_pairs"]
-    bisection = "<p>No NCCL pair failed.</p>"
-    if failed_pairs:
+    rounds = doc["bisection"].get("rounds") or []
+    bisection = "<p>No NCCL pair or group run failed.</p>"
+    if failed_pairs or rounds:
         bisection = (
             "<ul>"
-            f"<li>failed pairs: {esc(', '.join('+'.join(p) for p in failed_pairs))}</li>"
-            f"<li>culprits: {esc(', '.join(verdict.get('culprits') or []) or 'none named')}</li>"
+            f"<li>failed pairs: {esc(', '.join('+'.join(p) for p in failed_pairs) or 'none')}</li>"
+            + (
+                f"<li>failed run across {len(run.run.get('group') or [])} nodes bisected in {len(rounds)} rounds</li>"
+                if rounds
+                else ""
+            )
+            + f"<li>culprits: {esc(', '.join(verdict.get('culprits') or []) or 'none named')}</li>"
             f"<li>cleared: {esc(', '.join(verdict.get('cleared') or []) or 'none')}</li>"
             f"<li>failed between cleared nodes (cable or switch path): "
             f"{esc(', '.join('+'.join(g) for g in verdict.get('unresolved') or []) or 'none')}</li>"
