@@ -23,9 +23,13 @@ description:
   - "Sibling filters in this file: C(clusterforge_validation_led_by) (the pair of a round this host
     leads, or none),
     C(clusterforge_validation_probes) (bisection runs: each node of a failed pair with a good
-    node), C(clusterforge_validation_culprits) (culprits, cleared, unresolved, untested) and
+    node), C(clusterforge_validation_culprits) (culprits, cleared, unresolved, untested),
+    C(clusterforge_validation_bisect) (one round of the bisection of a failed group run: the
+    outcomes of the last round in, the next round's runs out),
+    C(clusterforge_validation_with_bisection) (a verdict with the bisection's findings added) and
     C(clusterforge_cabling_csv) (the cabling plan CSV, as C(clusterforge topology render) writes it),
-    C(clusterforge_validation_records) (a registered check result trimmed for the report) and
+    C(clusterforge_validation_records) (a registered check result trimmed for the report),
+    C(clusterforge_validation_unreachable) (why a host became unreachable, from its registered results) and
     C(clusterforge_validation_host_verdict) (a host's status and failures from its records after the
     bisection, by the rule the report applies)."
 positional: _input, hosts
@@ -119,6 +123,38 @@ def culprits(failed_pairs, probe_results):
     return pairs.culprits([tuple(p) for p in failed_pairs or ()], results).as_dict()
 
 
+def bisection(state, records=None, good=None):
+    """One round of a bisection (clusterforge.validation.pairs.Bisection), as plain data.
+
+    state: the failed group (a list of hosts; empty when its run passed) to start, else the dict
+    this filter returned last. records: the nccl_check records holding the outcomes of the runs it
+    planned then (state["next"]); a run passes when none of its records failed. good: nodes known
+    to be good, partners for single nodes. Returns the state with "next" (the runs of the next
+    round, [] when done) and "depth" (rounds still needed at most)."""
+    _, _, pairs, _ = _import()
+    if isinstance(state, dict):
+        found = pairs.Bisection.from_dict(state)
+        if records is not None:
+            planned = [list(run) for run in state.get("next") or ()]
+            passed = {}
+            for record in records or ():
+                hosts = list(record.get("hosts") or ())
+                if hosts in planned:
+                    passed[hosts[0]] = passed.get(hosts[0], True) and record.get("status") != "fail"
+            found.record(passed)
+    else:
+        found = pairs.Bisection.of_failed([str(host) for host in state or ()])
+    depth = found.depth
+    runs = found.next_round([str(host) for host in good or ()]) if found.open else []
+    return {**found.as_dict(), "next": runs, "depth": depth}
+
+
+def with_bisection(verdict, state):
+    """The pairs' verdict with the group bisection's culprits, cleared nodes and unresolved groups."""
+    _, _, pairs, _ = _import()
+    return pairs.with_bisection(dict(verdict or {}), state)
+
+
 RECORD_KEYS = (
     "status",
     "checks",
@@ -143,11 +179,10 @@ def records(registered, module, **extra):
     anything (no status) becomes status fail with its message."""
     if not registered:
         return []
-    items = registered.get("results") if isinstance(registered, dict) and "results" in registered else [registered]
     found = []
-    for item in items:
-        if not isinstance(item, dict) or (item.get("skipped") and "checks" not in item):
-            continue
+    for item in _items(registered):
+        if not isinstance(item, dict) or (item.get("skipped") and "checks" not in item) or item.get("unreachable"):
+            continue  # an unreachable run judged nothing: the host's record says it (unreachable_message)
         record = {"module": module, **extra}
         record.update({key: item[key] for key in RECORD_KEYS if key in item})
         if "status" not in record:
@@ -155,6 +190,23 @@ def records(registered, module, **extra):
             record["error"] = item.get("msg") or "the module returned no verdict"
         found.append(record)
     return found
+
+
+def _items(registered):
+    """The module runs of a registered result: its loop items, or itself."""
+    if isinstance(registered, dict) and "results" in registered:
+        return registered["results"] or []
+    return [registered]
+
+
+def unreachable_message(registered_results):
+    """Why a host left the run unreachable: the message of the first of its registered results
+    (looped or not) that could not reach it; None when none did."""
+    for registered in registered_results or ():
+        for item in [*_items(registered or {}), registered]:  # a loop that lost the host says it on an item
+            if isinstance(item, dict) and item.get("unreachable"):
+                return str(item.get("msg") or "unreachable")
+    return None
 
 
 def host_verdict(host_records, host, cleared=None):
@@ -183,7 +235,10 @@ class FilterModule:
             "clusterforge_validation_led_by": led_by,
             "clusterforge_validation_probes": probe_rounds,
             "clusterforge_validation_culprits": culprits,
+            "clusterforge_validation_bisect": bisection,
+            "clusterforge_validation_with_bisection": with_bisection,
             "clusterforge_cabling_csv": cabling_csv,
             "clusterforge_validation_records": records,
             "clusterforge_validation_host_verdict": host_verdict,
+            "clusterforge_validation_unreachable": unreachable_message,
         }

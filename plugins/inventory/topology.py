@@ -31,7 +31,9 @@ description:
     clusterforge_expected_nvswitch, clusterforge_expected_hca_rates (C({device: Gb/s})),
     clusterforge_expected_link_layers (C({device: infiniband|ethernet})), clusterforge_expected_rail_hcas
     (the HCAs on the fabric that carries GPU traffic, in rail order), clusterforge_expected_rails (how
-    many; null without any) and clusterforge_expected_nic_rate_gbps (the slowest of their rates)."
+    many; null without any), clusterforge_expected_nic_rate_gbps (the slowest of their rates) and
+    clusterforge_expected_hca_gpus (C({device: GPU index}), the GPU each of those HCAs serves, for
+    gpu_check's GPU-NIC affinity)."
   - "Host variables: C(ansible_host), C(clusterforge_index), and the host's address in each subnet
     the topology's addressing has: C(clusterforge_inband_address), C(clusterforge_oob_address),
     C(clusterforge_storage_address). Nothing else is set per host: IPoIB addresses and HCA details

@@ -12,6 +12,9 @@ description:
     else C(dmesg)) for Xid/SXid events, then judges GPU count, model, driver and CUDA version,
     PCIe link, ECC errors, row remapping, retired pages, clock slowdown (throttle) reasons,
     temperature, persistence mode, fabric registration, NVLinks per GPU and Xids.
+  - "GPU-NIC affinity (C(gpu.nic_affinity)): with O(hca_gpus), each HCA must be PIX or PXB to the
+    GPU it serves in C(nvidia-smi topo -m); PHB, NODE or SYS sends the rail's traffic through the
+    CPU (a wrong slot or rail), which warns, or fails with O(nic_affinity_severity=fail)."
   - Read-only; changes nothing, so it runs the same in check mode.
   - "Every check returns C(pass), C(warn), C(fail) or C(skipped). Absent hardware and a missing tool
     are C(skipped) with the reason (C(skipped: no hardware), C(skipped: nvidia-smi not found)),
@@ -68,6 +71,16 @@ options:
   temperature_warn_c:
     description: Warn above this GPU temperature; unset, above C(gpu_judge.TEMPERATURE_WARN_C) (85 C).
     type: int
+  hca_gpus:
+    description:
+      - "HCA device to the index of the GPU it serves, for example C({mlx5_0: 0, mlx5_3: 1})
+        (C(clusterforge_expected_hca_gpus), from the topology). Omitted or empty: no affinity check."
+    type: dict
+  nic_affinity_severity:
+    description: Verdict on an HCA that is not PIX or PXB to its GPU.
+    type: str
+    choices: [warn, fail]
+    default: warn
   kernel_log:
     description: Read the kernel log for Xid (GPU) and SXid (NVSwitch) events.
     type: bool
@@ -174,6 +187,7 @@ rc:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.check_module import Tools, check_module, first_line, nvidia_gpus_on_pci, run_check_module
 from ansible.module_utils.gpu_judge import judge_gpus
+from ansible.module_utils.nic_affinity_judge import judge_nic_affinity
 from ansible.module_utils.nvidia_smi import parse_query
 from ansible.module_utils.nvidia_topo import parse_topo_matrix
 from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, ToolFailed, absent, failed_run, result
@@ -206,6 +220,8 @@ def build_module():
             pcie_gen=dict(type="int"),
             pcie_width=dict(type="int"),
             temperature_warn_c=dict(type="int"),
+            hca_gpus=dict(type="dict"),
+            nic_affinity_severity=dict(type="str", choices=["warn", "fail"], default="warn"),
             kernel_log=dict(type="bool", default=True),
             require_hardware=dict(type="bool", default=False),
             timeout=dict(type="int", default=120),
@@ -305,7 +321,14 @@ def run_checks(module) -> tuple:
     elif topo is not None:
         tools.notes.append(f"nvidia-smi topo -m exited {topo.rc}: {first_line(topo.stderr, topo.stdout)}")
     events = _kernel_log(tools) if params["kernel_log"] else None
-    return failed + judge_gpus(report, expectation(params), topology=topology, xid_events=events), extra
+    results = failed + judge_gpus(report, expectation(params), topology=topology, xid_events=events)
+    if report.gpus and params["hca_gpus"]:  # like ecc_mode, checked only when asked for
+        affinity = {"hca_gpus": params["hca_gpus"], "nic_affinity_severity": params["nic_affinity_severity"]}
+        try:
+            results.append(judge_nic_affinity(topology, affinity))
+        except ValueError as exc:
+            module.fail_json(msg=f"gpu_check: {exc}")
+    return results, extra
 
 
 def main():

@@ -118,3 +118,126 @@ def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
         ("all_reduce:gpu01+gpu04", "probe", "pass"),
         ("all_reduce:gpu03+gpu02", "probe", "fail"),
     }
+
+
+def test_a_host_that_cannot_be_reached_is_recorded_and_reported_unreachable(tmp_path):
+    # ghost refuses the SSH connection (port 1), so it drops out at its first node check; node01
+    # (local, no recorded outputs: no hardware) is the one left to write ghost's file.
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text(
+        "[all]\n"
+        "ghost ansible_host=127.0.0.1 ansible_port=1 ansible_connection=ssh\n"
+        f"node01 ansible_connection=local ansible_python_interpreter={sys.executable} ansible_become=false\n"
+    )
+    (tmp_path / "replay" / "node01").mkdir(parents=True)
+    reports = tmp_path / "reports"
+    done = clusterforge(
+        "run",
+        str(PROJECT / "playbooks" / "validate.yml"),
+        "-i",
+        str(inventory),
+        "-e",
+        f"clusterforge_validation_replay_dir={tmp_path}/replay/{{{{ inventory_hostname }}}}",
+        "-e",
+        f"clusterforge_report_dir={reports}",
+        "-e",
+        "clusterforge_validation_run_id=lost",
+        env={"CLUSTERFORGE_STATE_DIR": str(tmp_path / "state")},
+        check=False,
+    )
+    assert "hosts: 2  failed: 0  unreachable: 1" in done.stdout, done.stdout[-4000:] + done.stderr[-2000:]
+    ghost = json.loads((reports / "lost" / "ghost.json").read_text())
+    assert "port 1: Connection refused" in ghost["unreachable"]
+    assert ghost["results"] == []  # it judged nothing before it was lost
+    assert json.loads((reports / "lost" / "node01.json").read_text())["unreachable"] is None
+
+    out = tmp_path / "out"
+    parser = argparse.ArgumentParser()
+    check_cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    assert check_cli.run(parser.parse_args(["report", str(reports / "lost"), "-o", str(out)])) == 0
+    document = json.loads((out / "report.json").read_text())
+    assert {node["host"]: node["status"] for node in document["nodes"]} == {"ghost": "unreachable", "node01": "skipped"}
+    assert document["status"] == "fail"
+
+
+def test_a_bad_node_among_eight_is_named_by_bisection_in_three_rounds(tmp_path):
+    # No topology, so no pairs: the run across all eight GPU nodes fails (node05 is in it), and the
+    # bisection halves it: node01-04 pass, node05-08 fail; node05+06 fail, node07+08 pass; node05
+    # with a good partner fails, node06 with one passes. log2(8) = 3 rounds.
+    hosts = [f"node{i:02d}" for i in range(1, 9)]
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text(
+        "[all]\n"
+        + "".join(
+            f"{host} ansible_connection=local ansible_python_interpreter={sys.executable} ansible_become=false"
+            " clusterforge_expected_gpus=8\n"
+            for host in hosts
+        )
+    )
+    gpu = tmp_path / "pci" / "0000:18:00.0"  # what nccl_check probes before it runs: an NVIDIA 3D controller
+    gpu.mkdir(parents=True)
+    (gpu / "vendor").write_text("0x10de\n")
+    (gpu / "class").write_text("0x030200\n")
+    fake = PROJECT / "tests" / "integration" / "fake_nccl_tests.py"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "all_reduce_perf").write_text(f'#!/bin/sh\nexec {sys.executable} {fake} "$@"\n')
+    (bin_dir / "all_reduce_perf").chmod(0o755)
+    log = tmp_path / "nccl.log"
+    reports = tmp_path / "reports"
+    extra = {
+        "clusterforge_report_dir": str(reports),
+        "clusterforge_validation_run_id": "bisect",
+        "clusterforge_validation_pci_root": str(tmp_path / "pci"),
+        "clusterforge_validation_nccl_bin_dirs": [str(bin_dir)],
+        "clusterforge_validation_nccl_launcher": [sys.executable, str(fake), "{hosts}"],
+        "clusterforge_validation_nccl_tests": ["all_reduce"],
+        "clusterforge_validation_ib_loopback": False,
+    }
+    extra_vars = tmp_path / "extra.json"
+    extra_vars.write_text(json.dumps(extra))
+    env = {
+        "CLUSTERFORGE_STATE_DIR": str(tmp_path / "state"),
+        "FAKE_NCCL_BAD_HOST": "node05",
+        "FAKE_NCCL_LOG": str(log),
+        "FAKE_NCCL_GOOD_OUTPUT": str(GOOD),
+        "FAKE_NCCL_SINGLE_OUTPUT": str(fixture("nccl_all_reduce_perf", "h100-8gpu-single-node-bitdeer.txt")),
+    }
+    done = clusterforge(
+        "run",
+        str(PROJECT / "playbooks" / "validate.yml"),
+        "-i",
+        str(inventory),
+        "-e",
+        f"@{extra_vars}",
+        env=env,
+        check=False,
+    )
+    assert "hosts: 8  failed: 1  unreachable: 0" in done.stdout, done.stdout[-4000:] + done.stderr[-2000:]
+
+    run = json.loads((reports / "bisect" / "_run.json").read_text())
+    assert run["group"] == hosts
+    bisection = run["bisection"]
+    assert bisection["rounds"] == [
+        [hosts[:4], hosts[4:]],
+        [["node05", "node06"], ["node07", "node08"]],
+        [["node05", "node01"], ["node06", "node02"]],  # each single with its own good partner
+    ]
+    assert (bisection["culprits"], bisection["unresolved"]) == (["node05"], [])
+    assert run["verdict"]["culprits"] == ["node05"]
+    # The fake saw the run across all eight and two runs a round, nothing else.
+    assert [json.loads(line) for line in log.read_text().splitlines()][:1] == [hosts]
+    assert len(log.read_text().splitlines()) == 1 + 2 * 3
+
+    out = tmp_path / "out"
+    parser = argparse.ArgumentParser()
+    check_cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    assert check_cli.run(parser.parse_args(["report", str(reports / "bisect"), "-o", str(out)])) == 0
+    document = json.loads((out / "report.json").read_text())
+    # node01 led the failed run across all eight and node05-08's half is led by node05: only node05 fails.
+    assert {node["host"]: node["status"] for node in document["nodes"]} == {
+        host: "fail" if host == "node05" else "pass" for host in hosts
+    }
+    assert document["bisection"]["culprits"] == ["node05"]
+    page = (out / "report.html").read_text()
+    assert "failed run across 8 nodes bisected in 3 rounds" in page and "culprits: node05" in page

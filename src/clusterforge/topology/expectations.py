@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from clusterforge.topology.model import Topology
+from clusterforge.topology.model import Hca, Topology
 
 # Inventory variable of each field: clusterforge_expected_gpus, clusterforge_expected_hca_rates, ...
 VARIABLE_PREFIX = "clusterforge_expected_"
@@ -23,6 +23,7 @@ class NodeExpectations:
     rail_hcas: list[str] = field(default_factory=list)  # HCA devices on the GPU fabric, in rail order
     rails: int | None = None  # how many; None when the node has none there
     nic_rate_gbps: int | None = None  # the slowest of those HCAs
+    hca_gpus: dict[str, int] = field(default_factory=dict)  # rail HCA -> the GPU it serves (gpu_check's affinity)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON-safe), with fresh dicts a caller may change."""
@@ -46,4 +47,19 @@ def derive(topology: Topology, type_name: str, gpu_fabric: str | None) -> NodeEx
         rail_hcas=[hca.device for hca in rails],
         rails=len(rails) or None,
         nic_rate_gbps=min((hca.rate_gbps for hca in rails), default=None),
+        hca_gpus=rail_gpus(rails, gpu.count if gpu else 0),
     )
+
+
+def rail_gpus(rails: list[Hca], gpus: int) -> dict[str, int]:
+    """The GPU each rail's HCA serves: the HCA's own `gpu` where the topology names it, else GPU i
+    on rail i (the rail-optimised layout) when there are as many rails as GPUs. Other HCAs are left
+    out: with fewer or more rails than GPUs the pairing is the board's, and guessing it would warn
+    about a node that is cabled right."""
+    found = {}
+    for rail, hca in enumerate(rails):
+        if hca.gpu is not None:
+            found[hca.device] = hca.gpu
+        elif len(rails) == gpus:
+            found[hca.device] = rail
+    return found

@@ -4,9 +4,9 @@ clusterforge_validation_host_verdict filter) and the validation report apply.
 A record is one module run as playbooks/validate.yml stores it (plugins/filter/validation.py
 ``records``): {"module", "status", "checks": [{check, status, ...}], "scope", "hosts", ...}, or
 {"error": ...} when the module crashed before judging. A host's verdict is the worst status of
-its records in the verdict order of plugins/module_utils/verdicts.py, except that a failed pair
-run does not count against a host the bisection cleared (it passed with a known-good node); the
-culprit it names failed its own probe runs, which count.
+its records in the verdict order of plugins/module_utils/verdicts.py, except that a failed pair or
+group run does not count against a host the bisection cleared (it passed with a known-good node
+or in a half that passed); the culprit it names failed its own runs, which count.
 """
 
 from __future__ import annotations
@@ -18,10 +18,14 @@ from clusterforge.validation.judges import load
 
 verdicts = load("verdicts")
 
+# Runs that name a group of nodes, not one: a pair, or a run across many nodes and the halves its
+# bisection ran. The record sits on the node that led the run, which the bisection may clear.
+GROUP_SCOPES = ("pair", "group")
+
 
 def counts_against(host: str, record: dict[str, Any], cleared: Iterable[str]) -> bool:
     """Whether this record's verdict counts against the host."""
-    return not (record.get("scope") == "pair" and host in set(cleared or ()))
+    return not (record.get("scope") in GROUP_SCOPES and host in set(cleared or ()))
 
 
 def crashed(record: dict[str, Any]) -> bool:

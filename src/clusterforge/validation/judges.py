@@ -82,10 +82,21 @@ def _call(module: str, function: str, convert: str | None = None) -> Callable[[A
     return judge
 
 
+def _topology(parsed: Any, expected: dict[str, Any]) -> list:
+    """gpu_check's judges of topo -m: GPU count and NVLinks, then GPU-NIC affinity (a malformed
+    hca_gpus or severity is the user's --expect)."""
+    results = load("gpu_judge").judge_topology(parsed, expected)
+    try:
+        results.append(load("nic_affinity_judge").judge_nic_affinity(parsed, expected))
+    except ValueError as exc:
+        raise UsageError(f"--expect {exc}") from None
+    return results
+
+
 # The judge calls are those of the modules: gpu_check (nvidia-smi -q, topo -m, kernel log), ib_check
 # (sysfs, ibstat, ibv_devinfo), ib_bandwidth_check, nccl_check, cabling_check. gpu_check counts GPUs
-# from nvidia-smi -q only; the topo -m kind counts them too. dcgmi and --query-gpu CSV have no node
-# module; their judges are the ones a module would call.
+# from nvidia-smi -q only; the topo -m kind counts them too, and judges GPU-NIC affinity. dcgmi and
+# --query-gpu CSV have no node module; their judges are the ones a module would call.
 KINDS = {
     "nccl": Kind(
         "nccl_tests",
@@ -141,8 +152,8 @@ KINDS = {
         "nvidia_topo",
         "parse_topo_matrix",
         "nvidia-smi topo -m",
-        _call("gpu_judge", "judge_topology"),
-        (("gpu_judge", "TOPOLOGY_KEYS"),),
+        _topology,
+        (("gpu_judge", "TOPOLOGY_KEYS"), ("nic_affinity_judge", "AFFINITY_KEYS")),
     ),
     "xid": Kind(
         "xid",

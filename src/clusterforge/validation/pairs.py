@@ -13,11 +13,13 @@ themselves), its partner is the farthest remaining node (largest group, then inv
 ties). With an odd count the last node is paired again with the farthest node already paired,
 in a second round, so no node runs two jobs at once.
 
-Bisection. A failed run names a group, not a node. ``bisect`` splits a failed group in halves
-and runs each half (a single node with a known-good partner), recursing into the halves that
-fail; when both halves pass the fault is between them (a cable or switch on their path) and the
-group stays unresolved. ``probes`` and ``culprits`` are the one-level form the playbook runs:
-each node of a failed pair is run again with a node from a pair that passed.
+Bisection. A failed run names a group, not a node. ``Bisection`` splits a failed group in halves
+and runs each half (a single node with a known-good partner), round after round, going on with
+the halves that fail; when both halves pass the fault is between them (a cable or switch on their
+path) and the group stays unresolved. The playbook runs it a round at a time on a failed run of
+all its GPU nodes (``bisect`` runs it with a callback). ``probes`` and ``culprits`` are the
+one-level form for the pairs: each node of a failed pair is run again with a node from a pair
+that passed.
 """
 
 from __future__ import annotations
@@ -211,36 +213,117 @@ def culprits(failed: Iterable[Sequence[str]], probe_results: dict[str, bool]) ->
 
 @dataclass
 class Bisection:
+    """A bisection in rounds: every round runs both halves of each group known to fail (``open``),
+    all at once (the halves are disjoint), and the failing halves are the next round's groups.
+
+    A half of one node runs with a known-good partner (a node of a run that passed, or one given),
+    else alone (a one-node NCCL run crosses no network). When both halves of a group pass, the
+    fault is between them (a cable or switch on their path): the group stays unresolved. One bad
+    node among N is named after ceil(log2(N)) rounds."""
+
+    open: list[list[str]] = field(default_factory=list)  # failed groups to halve in the next round
     culprits: list[str] = field(default_factory=list)
     unresolved: list[list[str]] = field(default_factory=list)
-    runs: list[list[str]] = field(default_factory=list)  # every group run, in order
+    cleared: list[str] = field(default_factory=list)  # nodes of runs that passed
+    runs: list[list[str]] = field(default_factory=list)  # every run, in order
+    rounds: list[list[list[str]]] = field(default_factory=list)  # the runs of each round
+
+    @classmethod
+    def of_failed(cls, group: Sequence[str]) -> Bisection:
+        """The bisection of a group whose run failed (it is not run again)."""
+        members = list(dict.fromkeys(group))
+        return cls(open=[members] if members else [])
+
+    @property
+    def depth(self) -> int:
+        """Rounds still needed at most: ceil(log2) of the largest open group."""
+        return max(((len(g) - 1).bit_length() for g in self.open), default=0)
+
+    def as_dict(self) -> dict:
+        return {
+            "open": [list(g) for g in self.open],
+            "culprits": list(self.culprits),
+            "unresolved": [list(g) for g in self.unresolved],
+            "cleared": list(self.cleared),
+            "runs": [list(r) for r in self.runs],
+            "rounds": [[list(r) for r in round_] for round_ in self.rounds],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Bisection:
+        return cls(**{name: [list(x) if isinstance(x, list) else x for x in data.get(name) or []] for name in FIELDS})
+
+    def next_round(self, good: Sequence[str] = ()) -> list[list[str]]:
+        """The runs of the next round (each led by its first node), added to rounds and runs."""
+        parts = [half for group in self.open for half in _halves(group)]
+        busy = {node for part in parts for node in part}
+        pool = [node for node in dict.fromkeys([*good, *self.cleared]) if node not in busy]
+        use = dict.fromkeys(pool, 0)
+        runs = []
+        for part in parts:
+            if len(part) == 1 and pool:
+                partner = min(pool, key=lambda node: (use[node], pool.index(node)))  # spread over the good nodes
+                use[partner] += 1
+                part = [part[0], partner]
+            runs.append(list(part))
+        if runs:
+            self.rounds.append(runs)
+            self.runs.extend(runs)
+        return runs
+
+    def record(self, passed: dict[str, bool]) -> None:
+        """Take the outcomes of the last round's runs, {first node of the run: passed}, and open
+        the failing halves; a run without an outcome counts as failed (it is not known to pass)."""
+        runs = {run[0]: run for run in (self.rounds[-1] if self.rounds else [])}
+        still_open = []
+        for group in self.open:
+            failing = []
+            for half in _halves(group):
+                if passed.get(half[0]):
+                    self.cleared.extend(n for n in runs.get(half[0], half) if n not in self.cleared)
+                else:
+                    failing.append(half)
+            if not failing:
+                self.unresolved.append(list(group))
+            for half in failing:
+                if len(half) > 1:
+                    still_open.append(half)
+                elif half[0] not in self.culprits:
+                    self.culprits.append(half[0])
+        self.open = still_open
+        self.cleared = [n for n in self.cleared if n not in self.culprits]
+
+
+FIELDS = ("open", "culprits", "unresolved", "cleared", "runs", "rounds")
+
+
+def _halves(group: Sequence[str]) -> list[list[str]]:
+    half = len(group) // 2
+    return [list(group[:half]), list(group[half:])]
 
 
 def bisect(group: Sequence[str], run: Callable[[list[str]], bool], good: str | None = None) -> Bisection:
-    """Name the culprits of a failed group run by halving the group.
+    """Name the culprits of a failed group run by halving the group, round after round.
 
-    run(nodes) runs the test on those nodes and returns True when it passes. A single node is run
-    with the known-good node `good` when one is given (a one-node NCCL run crosses no network),
-    else alone. The group itself is assumed to have failed; it is not run again."""
-    found = Bisection()
-
-    def test(nodes: list[str]) -> bool:
-        members = [nodes[0], good] if len(nodes) == 1 and good is not None and nodes[0] != good else list(nodes)
-        found.runs.append(members)
-        return run(members)
-
-    def search(nodes: list[str]) -> None:
-        if len(nodes) == 1:
-            if nodes[0] not in found.culprits:
-                found.culprits.append(nodes[0])
-            return
-        half = len(nodes) // 2
-        left, right = nodes[:half], nodes[half:]
-        failing = [part for part in (left, right) if not test(part)]
-        if not failing:
-            found.unresolved.append(list(nodes))
-        for part in failing:
-            search(part)
-
-    search(list(dict.fromkeys(group)))
+    run(nodes) runs the test on those nodes and returns True when it passes; a single node runs
+    with the known-good node `good` when one is given or a node cleared earlier, else alone. The
+    group itself is assumed to have failed; it is not run again."""
+    found = Bisection.of_failed(group)
+    while found.open:
+        runs = found.next_round([good] if good is not None else [])
+        found.record({members[0]: run(members) for members in runs})
     return found
+
+
+def with_bisection(verdict: dict, bisection: dict | None) -> dict:
+    """The pairs' verdict (Verdict.as_dict) with a group bisection's culprits, cleared nodes and
+    unresolved groups added."""
+    found = Bisection.from_dict(bisection or {})
+    culprits = list(dict.fromkeys([*verdict.get("culprits", []), *found.culprits]))
+    cleared = [n for n in dict.fromkeys([*verdict.get("cleared", []), *found.cleared]) if n not in culprits]
+    return {
+        **verdict,
+        "culprits": culprits,
+        "cleared": cleared,
+        "unresolved": [*verdict.get("unresolved", []), *found.unresolved],
+    }

@@ -8,6 +8,9 @@ Input: the run directory playbooks/validate.yml writes on the controller,
                                                                   expected, message}], ...}]}
     <report dir>/<run id>/_run.json     the NCCL pairs, failed pairs, bisection runs and verdict
 
+A host that became unreachable during the run has ``"unreachable": "<why>"`` in its file (and the
+results it recorded before); its status is ``unreachable``, which fails the run like a failed node.
+
 A node's verdict follows clusterforge.validation.host_verdict, the rule the playbook applies too:
 the worst of its checks (all skipped stays skipped, never pass), where a failed pair run does not
 count against a node the bisection cleared. A module run that returned no verdict (it crashed)
@@ -32,7 +35,10 @@ HOST_SCHEMA = "clusterforge.validation.host/1"
 RUN_SCHEMA = "clusterforge.validation.run/1"
 REPORT_SCHEMA = "clusterforge.validation.report/1"
 STATUSES = verdicts.STATUSES
-COLOURS = {"pass": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828", "skipped": "#757575"}
+# A node's status besides the check verdicts: it could not be reached, so nothing says it is good.
+UNREACHABLE = "unreachable"
+NODE_STATUSES = (verdicts.FAIL, UNREACHABLE, *(s for s in STATUSES if s != verdicts.FAIL))
+COLOURS = {"pass": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828", "skipped": "#757575", UNREACHABLE: "#4a148c"}
 
 
 @dataclass
@@ -69,9 +75,12 @@ class Node:
     checks: list[Check] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)  # the module runs the checks came from
     cleared: set[str] = field(default_factory=set)  # hosts the bisection cleared
+    unreachable: str | None = None  # why the host could not be reached during the run
 
     @property
     def status(self) -> str:
+        if self.unreachable is not None:
+            return UNREACHABLE
         return host_verdict(self.host, self.records, self.cleared)["status"]
 
     @property
@@ -92,6 +101,7 @@ class Run:
 
     @property
     def status(self) -> str:
+        # worst() reads a status it does not know (unreachable) as fail.
         return verdicts.worst(node.status for node in self.nodes)
 
     @property
@@ -175,7 +185,10 @@ def load_run(results_dir: str | Path) -> Run:
         results = data.get("results")
         if not isinstance(results, list):
             raise UsageError(f"{path}: 'results' must be a list of module results")
-        node = Node(host, data.get("node_type"), cleared=cleared)
+        unreachable = data.get("unreachable")
+        if unreachable is not None and not isinstance(unreachable, str):
+            raise UsageError(f"{path}: 'unreachable' must be the reason (a string) or null, got {unreachable!r}")
+        node = Node(host, data.get("node_type"), cleared=cleared, unreachable=unreachable)
         for record in results:
             if not isinstance(record, dict):
                 raise UsageError(f"{path}: a result is not an object: {record!r}")
@@ -199,7 +212,7 @@ def run_document(run: Run) -> dict[str, Any]:
     for node in run.nodes:
         for status, count in node.counts.items():
             totals[status] = totals.get(status, 0) + count
-    node_totals = dict.fromkeys(STATUSES, 0)
+    node_totals = dict.fromkeys(NODE_STATUSES, 0)
     for node in run.nodes:
         node_totals[node.status] += 1
     return {
@@ -214,6 +227,7 @@ def run_document(run: Run) -> dict[str, Any]:
                 "host": node.host,
                 "node_type": node.node_type,
                 "status": node.status,
+                "unreachable": node.unreachable,
                 "counts": node.counts,
                 "checks": [{k: v for k, v in asdict(check).items() if k != "host"} for check in node.checks],
             }
@@ -222,6 +236,7 @@ def run_document(run: Run) -> dict[str, Any]:
         "bandwidth": [asdict(point) for point in run.bandwidth],
         "pairs": run.run.get("pairs") or {},
         "failed_pairs": run.run.get("failed_pairs") or [],
+        "bisection": run.run.get("bisection") or {},
         "verdict": run.verdict,
     }
 
@@ -235,12 +250,17 @@ def _text(value: Any) -> str:
 
 def junit_xml(run: Run) -> str:
     """One test suite per node, one test case per check: fail -> <failure>, skipped -> <skipped>,
-    warn passes with its message in <system-out>."""
+    warn passes with its message in <system-out>; an unreachable node has an <error> case."""
     suites = ET.Element("testsuites", name=f"clusterforge validation {run.run_id}")
-    all_tests = all_failures = all_skipped = 0
+    all_tests = all_failures = all_skipped = all_errors = 0
     for node in run.nodes:
         suite = ET.SubElement(suites, "testsuite", name=node.host)
-        tests = failures = skipped = 0
+        tests = failures = skipped = errors = 0
+        if node.unreachable is not None:
+            case = ET.SubElement(suite, "testcase", classname=f"{node.host}.connection", name=UNREACHABLE)
+            case.set("time", "0")
+            ET.SubElement(case, "error", message=node.unreachable[:500], type=UNREACHABLE).text = node.unreachable
+            tests, errors = tests + 1, errors + 1
         for check in node.checks:
             case = ET.SubElement(suite, "testcase", classname=f"{node.host}.{check.module}", name=check.check)
             case.set("time", "0")
@@ -259,13 +279,14 @@ def junit_xml(run: Run) -> str:
                 out.text = prefix + detail
         suite.set("tests", str(tests))
         suite.set("failures", str(failures))
-        suite.set("errors", "0")
+        suite.set("errors", str(errors))
         suite.set("skipped", str(skipped))
         suite.set("time", "0")
         all_tests, all_failures, all_skipped = all_tests + tests, all_failures + failures, all_skipped + skipped
+        all_errors += errors
     suites.set("tests", str(all_tests))
     suites.set("failures", str(all_failures))
-    suites.set("errors", "0")
+    suites.set("errors", str(all_errors))
     suites.set("skipped", str(all_skipped))
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
@@ -280,6 +301,7 @@ table{border-collapse:collapse;margin:.5rem 0}th,td{border:1px solid #ddd;paddin
 vertical-align:top;font-size:.9rem}th{background:#f5f5f5}
 .status{font-weight:600;color:#fff;border-radius:3px;padding:0 .4rem}
 .pass{background:#2e7d32}.warn{background:#ef6c00}.fail{background:#c62828}.skipped{background:#757575}
+.unreachable{background:#4a148c}
 td.msg{max-width:60rem;word-break:break-word}details{margin:.4rem 0}summary{cursor:pointer}
 """
 
@@ -363,6 +385,8 @@ def html_page(run: Run) -> str:
         if not bad:
             skipped = [c for c in node.checks if c.status == "skipped"]
             notes = esc("; ".join(sorted({c.message for c in skipped}))[:300]) if node.status == "skipped" else ""
+        if node.unreachable is not None:
+            notes = f"{_badge(UNREACHABLE)} {esc(node.unreachable[:300])}" + (f"<br>{notes}" if notes else "")
         counts = node.counts
         rows.append(
             f'<tr class="node {esc(node.status)}" id="node-{esc(node.host)}"><td>{esc(node.host)}</td>'
@@ -386,12 +410,18 @@ def html_page(run: Run) -> str:
         )
     verdict = run.verdict
     failed_pairs = doc["failed_pairs"]
-    bisection = "<p>No NCCL pair failed.</p>"
-    if failed_pairs:
+    rounds = doc["bisection"].get("rounds") or []
+    bisection = "<p>No NCCL pair or group run failed.</p>"
+    if failed_pairs or rounds:
         bisection = (
             "<ul>"
-            f"<li>failed pairs: {esc(', '.join('+'.join(p) for p in failed_pairs))}</li>"
-            f"<li>culprits: {esc(', '.join(verdict.get('culprits') or []) or 'none named')}</li>"
+            f"<li>failed pairs: {esc(', '.join('+'.join(p) for p in failed_pairs) or 'none')}</li>"
+            + (
+                f"<li>failed run across {len(run.run.get('group') or [])} nodes bisected in {len(rounds)} rounds</li>"
+                if rounds
+                else ""
+            )
+            + f"<li>culprits: {esc(', '.join(verdict.get('culprits') or []) or 'none named')}</li>"
             f"<li>cleared: {esc(', '.join(verdict.get('cleared') or []) or 'none')}</li>"
             f"<li>failed between cleared nodes (cable or switch path): "
             f"{esc(', '.join('+'.join(g) for g in verdict.get('unresolved') or []) or 'none')}</li>"

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.topology import NodeExpectations, load
-from clusterforge.topology.expectations import VARIABLE_PREFIX
+from clusterforge.topology.expectations import VARIABLE_PREFIX, rail_gpus
 from clusterforge.topology.inventory import build
+from clusterforge.topology.model import Hca
 from tests.paths import PROJECT
 from tests.paths import filters as filters_of
 
@@ -34,6 +35,7 @@ def test_superpod_dgx_h100():
         rail_hcas=SUPERPOD_HCAS,
         rails=8,
         nic_rate_gbps=400,
+        hca_gpus={hca: gpu for gpu, hca in enumerate(SUPERPOD_HCAS)},  # each HCA's gpu: in the file
     )
     assert plan.expectations(plan.host("dgx127")) is plan.expectations("dgx_h100")
     assert plan.expectations(plan.host("head01")) == NodeExpectations()
@@ -54,6 +56,7 @@ def test_pcie_roce_servers():
         rail_hcas=["mlx5_0", "mlx5_1"],
         rails=2,
         nic_rate_gbps=200,
+        hca_gpus={"mlx5_0": 0, "mlx5_1": 2},  # gpu: 0 and gpu: 2 in the file (two rails, four GPUs)
     )
 
 
@@ -72,6 +75,7 @@ def test_the_lab_has_no_gpu_fabric_and_expects_nothing():
         "clusterforge_expected_rail_hcas": [],
         "clusterforge_expected_rails": None,
         "clusterforge_expected_nic_rate_gbps": None,
+        "clusterforge_expected_hca_gpus": {},
     }
 
 
@@ -115,3 +119,19 @@ def test_inventory_and_filter_agree_on_every_host(source):
         }
         from_filter = topology_host(host.name, str(source))["expected"]
         assert from_inventory == from_filter == plan.expectations(host).as_dict(), host.name
+
+
+def _hcas(*gpus):
+    return [
+        Hca(device=f"mlx5_{i}", netdev=f"ib{i}", pci=f"0000:{16 + i:02x}:00.0", rate_gbps=400, gpu=gpu)
+        for i, gpu in enumerate(gpus)
+    ]
+
+
+def test_rail_gpus_takes_the_named_gpu_else_gpu_i_on_rail_i():
+    # No HCA names its GPU: rail i serves GPU i only when there are as many rails as GPUs.
+    assert rail_gpus(_hcas(None, None, None, None), 4) == {"mlx5_0": 0, "mlx5_1": 1, "mlx5_2": 2, "mlx5_3": 3}
+    assert rail_gpus(_hcas(None, None), 4) == {}
+    # A named GPU wins, and the unnamed rail of a mismatched count stays out.
+    assert rail_gpus(_hcas(3, None), 8) == {"mlx5_0": 3}
+    assert rail_gpus(_hcas(1, 0), 2) == {"mlx5_0": 1, "mlx5_1": 0}

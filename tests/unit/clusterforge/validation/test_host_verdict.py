@@ -60,6 +60,18 @@ CASES = {
         "fail",
         ["pair slow"],
     ),
+    "failed group run led by a node the bisection cleared is not counted": (
+        [run_record(["pass"]), run_record(["fail"], scope="group", msg="8 nodes failed")],
+        ["h1"],
+        "pass",
+        [],
+    ),
+    "the culprit's failed group runs count": (
+        [run_record(["fail"], scope="group", msg="with a good partner failed")],
+        ["other"],
+        "fail",
+        ["with a good partner failed"],
+    ),
     "a cleared node's failed probe still counts": (
         [run_record(["fail"], scope="probe", msg="probe slow")],
         ["h1"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -169,6 +170,54 @@ def test_bisect_a_failed_pair_with_a_good_partner():
     assert (found.culprits, runs) == (["b"], [["a", "g"], ["b", "g"]])
 
 
+def test_bisection_in_rounds_names_one_bad_node_among_sixteen_in_four():
+    group = [f"n{i:02d}" for i in range(16)]
+    found = P.Bisection.of_failed(group)
+    assert found.depth == 4  # ceil(log2(16))
+    while found.open:
+        runs = found.next_round()
+        assert len({node for run in runs for node in run}) == sum(len(run) for run in runs)  # no node twice
+        found.record({run[0]: "n11" not in run for run in runs})
+    # n08-n15 fail, then n08-n11, then n10+n11, then n11 with a cleared partner.
+    assert [len(r) for r in found.rounds] == [2, 2, 2, 2]
+    assert found.rounds[2] == [["n08", "n09"], ["n10", "n11"]]
+    assert found.rounds[3] == [["n10", "n00"], ["n11", "n01"]]  # the first cleared nodes, one each
+    assert (found.culprits, found.unresolved) == (["n11"], [])
+    assert "n11" not in found.cleared and set(found.cleared) == set(group) - {"n11"}
+
+
+def test_bisection_survives_plain_data_and_merges_into_the_verdict():
+    found = P.Bisection.of_failed(["a", "b", "c", "d"])
+    found.next_round()
+    again = P.Bisection.from_dict(json.loads(json.dumps(found.as_dict())))
+    assert again == found
+    again.record({"a": True, "c": False})
+    pairs_verdict = {"culprits": ["x"], "cleared": ["a"], "unresolved": [["p", "q"]], "untested": []}
+    assert P.with_bisection(pairs_verdict, again.as_dict()) == {
+        "culprits": ["x"],
+        "cleared": ["a", "b"],
+        "unresolved": [["p", "q"]],
+        "untested": [],
+    }
+    assert P.Bisection.of_failed([]).depth == 0
+
+
+def test_bisect_filter_drives_the_rounds_from_records(filters):
+    bisect = filters["clusterforge_validation_bisect"]
+    state = bisect(["a", "b", "c", "d"], None, ["g"])
+    assert (state["next"], state["depth"]) == ([["a", "b"], ["c", "d"]], 2)
+    records = [  # nccl_check records of the round, as the hosts that led them keep them
+        {"module": "nccl_check", "hosts": ["a", "b"], "status": "pass"},
+        {"module": "nccl_check", "hosts": ["c", "d"], "status": "fail"},
+        {"module": "nccl_check", "hosts": ["a", "b", "c", "d"], "status": "fail"},  # not of this round
+    ]
+    state = bisect(state, records, ["g"])
+    assert (state["next"], state["open"]) == ([["c", "g"], ["d", "a"]], [["c", "d"]])
+    state = bisect(state, [*records, {"hosts": ["c", "g"], "status": "pass"}, {"hosts": ["d", "a"], "status": "fail"}])
+    assert (state["next"], state["culprits"], state["depth"]) == ([], ["d"], 0)
+    assert bisect([], None, ["g"])["next"] == []  # the run passed: nothing to bisect
+
+
 # --- the plan from real topologies -------------------------------------------------------------
 
 
@@ -188,6 +237,7 @@ def test_superpod_pairs_cross_scalable_units():
         "hca_rates": None,
         "link_layers": None,
         "rail_hcas": None,
+        "hca_gpus": None,
     } == {
         "gpus": 8,
         "gpu_model": "NVIDIA H100 80GB HBM3",
@@ -196,6 +246,7 @@ def test_superpod_pairs_cross_scalable_units():
         "hca_rates": None,
         "link_layers": None,
         "rail_hcas": None,
+        "hca_gpus": None,
         "rails": 8,
         "nic_rate_gbps": 400,
     }
@@ -287,3 +338,17 @@ def test_records_trim_registered_results(filters):
     ]
     assert records({"skipped": True}, "cabling_check") == []
     assert records(None, "gpu_check") == []
+
+
+def test_an_unreachable_run_is_no_record_and_gives_the_reason(filters):
+    records, unreachable = filters["clusterforge_validation_records"], filters["clusterforge_validation_unreachable"]
+    # What ansible-core registers when the connection fails (seen with ssh to a closed port).
+    lost = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh: Connection refused"}
+    passed = {"status": "pass", "checks": []}
+    assert records(lost, "gpu_check") == []
+    assert records({"results": [passed, lost]}, "nccl_check") == [
+        {"module": "nccl_check", "status": "pass", "checks": []}
+    ]
+    assert unreachable([passed, {}, {"results": [passed, lost]}]) == lost["msg"]
+    assert unreachable([passed, lost]) == lost["msg"]
+    assert unreachable([passed, {}, {"skipped": True}]) is None

@@ -117,7 +117,7 @@ def test_json_document(run_dir, tmp_path):
     assert document["schema"] == report.REPORT_SCHEMA
     assert document["run_id"] == "20250101T000000Z"
     assert document["status"] == "fail"
-    assert document["summary"]["nodes_by_status"] == {"fail": 2, "warn": 0, "pass": 1, "skipped": 0}
+    assert document["summary"]["nodes_by_status"] == {"fail": 2, "unreachable": 0, "warn": 0, "pass": 1, "skipped": 0}
     gpu01 = next(n for n in document["nodes"] if n["host"] == "gpu01")
     throttle = next(c for c in gpu01["checks"] if c["check"] == "gpu.throttle")
     assert (throttle["status"], throttle["module"]) == ("fail", "gpu_check")
@@ -162,6 +162,37 @@ def test_html_is_self_contained_with_rows_and_chart(run_dir, tmp_path):
     for marker in ("<script", "<link", "src=", "@import", "url("):
         assert marker not in page
     ET.fromstring(page[page.index("<svg") : page.index("</svg>") + 6])  # the chart is well-formed SVG
+
+
+def test_an_unreachable_node_is_unreachable_in_every_report(run_dir, tmp_path):
+    # gpu02 passed; then it could not be reached, with its gpu_check already recorded.
+    why = "Task failed: Failed to connect to the host via ssh: ssh: connect to host 10.0.0.2 port 22: No route to host"
+    data = json.loads((run_dir / "gpu02.json").read_text())
+    (run_dir / "gpu02.json").write_text(json.dumps({**data, "unreachable": why}))
+    run = report.load_run(run_dir)
+    gpu02 = next(node for node in run.nodes if node.host == "gpu02")
+    assert (gpu02.status, gpu02.unreachable) == ("unreachable", why)
+    assert gpu02.checks  # what it recorded before stays in the report
+    written = report.write_report(run, tmp_path / "out")
+    document = json.loads(written["json"].read_text())
+    assert document["status"] == "fail"  # a node nobody checked does not pass the run
+    assert document["summary"]["nodes_by_status"] == {"fail": 2, "unreachable": 1, "warn": 0, "pass": 0, "skipped": 0}
+    node = next(n for n in document["nodes"] if n["host"] == "gpu02")
+    assert (node["status"], node["unreachable"]) == ("unreachable", why)
+    root = ET.parse(written["junit"]).getroot()
+    error = root.find("testsuite[@name='gpu02']/testcase[@name='unreachable']/error")
+    assert error is not None and error.get("message") == why
+    assert (root.get("errors"), root.find("testsuite[@name='gpu02']").get("errors")) == ("1", "1")
+    page = written["html"].read_text()
+    assert '<tr class="node unreachable" id="node-gpu02">' in page and "No route to host" in page
+    assert cli("report", str(run_dir), "-o", str(tmp_path / "cli")) == 0
+
+
+def test_unreachable_must_be_a_reason(run_dir):
+    data = json.loads((run_dir / "gpu02.json").read_text())
+    (run_dir / "gpu02.json").write_text(json.dumps({**data, "unreachable": True}))
+    with pytest.raises(errors.UsageError, match=r"gpu02.json: 'unreachable' must be the reason"):
+        report.load_run(run_dir)
 
 
 def test_chart_without_nccl():
@@ -316,7 +347,7 @@ def test_expectation_values_are_typed_by_the_kinds_table():
             "nvidia-smi-topo",
             "driver_version=535",
             "driver_version: nvidia-smi-topo reads no such key; its keys: "
-            "gpu_count, nvlink_generation, nvlinks_per_gpu, nvswitch",
+            "gpu_count, hca_gpus, nic_affinity_severity, nvlink_generation, nvlinks_per_gpu, nvswitch",
         ),
         ("xid", "gpu_count=8", "gpu_count: xid reads no such key; its keys: none"),
         ("kernel-log", "gpu_count=8", "gpu_count: xid reads no such key"),
@@ -402,6 +433,7 @@ def test_judge_help_lists_the_keys_of_every_kind(capsys):
     with pytest.raises(SystemExit):
         main(["check", "judge", "--help"])
     lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
-    assert "nvidia-smi-topo: gpu_count (int), nvlinks_per_gpu (int), nvswitch (bool), nvlink_generation (int)" in lines
+    topo = "nvidia-smi-topo: gpu_count (int), nvlinks_per_gpu (int), nvswitch (bool), nvlink_generation (int), "
+    assert topo + "hca_gpus (dict), nic_affinity_severity (str)" in lines
     assert "xid: none" in lines
     assert sum(1 for line in lines if line.split(":")[0] in judges.KINDS) == len(judges.KINDS)

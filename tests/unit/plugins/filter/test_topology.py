@@ -82,6 +82,7 @@ def test_expectations(topology_host):
         "rail_hcas": RAIL_ORDER,
         "rails": 8,
         "nic_rate_gbps": 400,
+        "hca_gpus": {hca: gpu for gpu, hca in enumerate(RAIL_ORDER)},  # rail i's HCA names GPU i in the file
     }
     assert topology_host("head01", SUPERPOD)["expected"]["gpus"] == 0
     assert topology_host("head01", SUPERPOD)["hcas"] == []

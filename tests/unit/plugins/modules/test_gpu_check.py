@@ -106,6 +106,25 @@ def test_a100_with_topology_and_pins(node, run, gpu_pci):
     assert done.failed and done.status("gpu.driver_version") == "fail"
 
 
+def test_nic_affinity_warns_by_default_and_fails_when_asked(node, run, gpu_pci):
+    # In this DGX A100 capture mlx5_<i> is PXB to GPU<i> for i < 8 and SYS to the other socket's GPUs.
+    node.programs = {"nvidia-smi"}
+    node.outputs = {"nvidia-smi -q -x": (0, A100, ""), "nvidia-smi topo -m": (0, A100_TOPO, "")}
+    args = {"persistence_mode": False, "kernel_log": False, "pci_root": str(gpu_pci)}
+    assert "gpu.nic_affinity" not in run("gpu_check", args).checks  # no pairing given
+    rails = {f"mlx5_{i}": i for i in range(8)}
+    assert run("gpu_check", {**args, "hca_gpus": rails}).status("gpu.nic_affinity") == "pass"
+    swapped = {**rails, "mlx5_0": 4, "mlx5_4": 0}
+    done = run("gpu_check", {**args, "hca_gpus": swapped})
+    assert (done.failed, done.status("gpu.nic_affinity")) == (False, "warn")
+    assert done.checks["gpu.nic_affinity"]["measured"]["mlx5_4"] == {"gpu": "GPU0", "path": "SYS"}
+    done = run("gpu_check", {**args, "hca_gpus": swapped, "nic_affinity_severity": "fail"})
+    assert (done.failed, done.status("gpu.nic_affinity")) == (True, "fail")
+    assert "mlx5_0-GPU4 SYS" in done.result["msg"]
+    done = run("gpu_check", {**args, "hca_gpus": {"mlx5_0": "zero"}})
+    assert done.failed and "hca_gpus['mlx5_0']: expected a GPU index" in done.result["msg"]
+
+
 def test_xml_output_is_read(node, run, gpu_pci):
     node.programs = {"nvidia-smi"}
     node.outputs = {"nvidia-smi -q -x": (0, T4_XML, ""), "nvidia-smi topo -m": (0, "", "")}

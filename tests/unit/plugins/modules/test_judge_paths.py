@@ -70,8 +70,8 @@ def _gpu_query(node: Node, setup: Setup, text: str, expected: dict[str, Any]) ->
 def _gpu_topology(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     node.programs = {"nvidia-smi"}
     node.outputs = {"nvidia-smi -q -x": (0, H100_QUERY, ""), "nvidia-smi topo -m": (0, text, "")}
-    args = {"nvlink_generation": expected["nvlink_generation"], "nvswitch": expected["nvswitch"], "kernel_log": False}
-    return "gpu_check", {**args, "pci_root": setup.pci_root}
+    args = {key: expected[key] for key in ("nvlink_generation", "nvswitch", "hca_gpus")}
+    return "gpu_check", {**args, "kernel_log": False, "pci_root": setup.pci_root}
 
 
 def _gpu_kernel_log(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -176,9 +176,10 @@ ROUTES = {
     "nvidia-smi_xml": GPU_QUERY,
     "nvidia-smi_topo": Route(
         "nvidia-smi-topo",
-        lambda text: {"nvlink_generation": 3, "nvswitch": True},
+        # mlx5_0 is PXB to GPU0 in one capture, SYS in another, and absent or without NICs in the rest.
+        lambda text: {"nvlink_generation": 3, "nvswitch": True, "hca_gpus": {"mlx5_0": 0}},
         _gpu_topology,
-        _only("gpu.nvlink"),
+        _only("gpu.nvlink", "gpu.nic_affinity"),
         "gpu.nvlink",
         frozenset({"gpu.count"}),
     ),
