@@ -53,7 +53,7 @@ def _scrub_no_log_output(artifact_dir: Path) -> None:
             continue
     events.sort(key=lambda item: item[1].get("start_line", 0))
     stdout_file = artifact_dir / "stdout"
-    lines = _split_lines(stdout_file.read_text(errors="replace")) if stdout_file.is_file() else []
+    lines = _split_lines(_read_exactly(stdout_file)) if stdout_file.is_file() else []
     kept: list[str] = []
     copied = shift = 0
     changed = False
@@ -76,7 +76,8 @@ def _scrub_no_log_output(artifact_dir: Path) -> None:
         elif censored:
             path.write_text(json.dumps(event))
     if changed and stdout_file.is_file():
-        stdout_file.write_text("".join(kept + lines[copied:]))
+        with stdout_file.open("w", encoding="utf-8", newline="") as file:
+            file.write("".join(kept + lines[copied:]))
 
 
 def _is_no_log(event: dict) -> bool:
@@ -90,6 +91,12 @@ def _censored(stdout: str) -> str:
         if line.startswith(("fatal: [", "failed: [", "ok: [", "changed: [")):
             return "".join(lines[index:])
     return _CENSORED
+
+
+def _read_exactly(path: Path) -> str:
+    """The text with its \\r\\n and lone \\r kept: read_text would make each a newline."""
+    with path.open(encoding="utf-8", errors="replace", newline="") as file:
+        return file.read()
 
 
 def _split_lines(text: str) -> list[str]:
