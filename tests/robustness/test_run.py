@@ -4,6 +4,7 @@ and cancelling ends ansible-playbook with everything it started."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -285,9 +286,25 @@ SLEEP_TASK = """    - name: Sleep until cancelled
 """
 
 
+@pytest.fixture
+def sleeping_run(tmp_path, env, hosts):
+    """Starts a run whose task sleeps; whatever of it a failing test leaves is killed after."""
+    started: list[str] = []
+
+    def start() -> tuple[subprocess.Popen, str]:
+        process, marker = start_sleeping_run(tmp_path, env, hosts)
+        started.append(marker)
+        return process, marker
+
+    yield start
+    for pid in [pid for marker in [*started, str(hosts)] for pid in processes_with(marker)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def start_sleeping_run(tmp_path: Path, env: dict, hosts: Path) -> tuple[subprocess.Popen, str]:
     nap = str(random.randint(100_000, 999_999))  # names this test's sleep among all processes
-    args = [str(playbook(tmp_path, SLEEP_TASK)), "-i", str(hosts), "-e", f"nap={nap} secret={SECRET}"]
+    args = [str(playbook(tmp_path, SLEEP_TASK)), "-i", str(hosts), "-e", f"nap={nap}", "-e", f"secret={SECRET}"]
     process = subprocess.Popen(
         [sys.executable, "-m", "clusterforge.cli", "run", *args],
         stdout=subprocess.DEVNULL,
@@ -299,8 +316,8 @@ def start_sleeping_run(tmp_path: Path, env: dict, hosts: Path) -> tuple[subproce
     return process, marker
 
 
-def test_sigterm_ends_ansible_playbook_and_the_task_it_runs(tmp_path, env, hosts):
-    process, sleep_marker = start_sleeping_run(tmp_path, env, hosts)
+def test_sigterm_ends_ansible_playbook_and_the_task_it_runs(env, hosts, sleeping_run):
+    process, sleep_marker = sleeping_run()
     assert processes_with(str(hosts))  # ansible-playbook names the inventory
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=60) == errors.EXIT_INTERRUPTED
@@ -311,8 +328,8 @@ def test_sigterm_ends_ansible_playbook_and_the_task_it_runs(tmp_path, env, hosts
     assert summary["status"] == "canceled"
 
 
-def test_sigkill_takes_ansible_playbook_along_and_leaves_no_secret_outside_the_run(tmp_path, env, hosts):
-    process, sleep_marker = start_sleeping_run(tmp_path, env, hosts)
+def test_sigkill_takes_ansible_playbook_along_and_leaves_no_secret_outside_the_run(tmp_path, env, hosts, sleeping_run):
+    process, sleep_marker = sleeping_run()
     process.kill()
     process.wait(timeout=10)
     # The kernel tells ansible-playbook (PR_SET_PDEATHSIG), which ends its workers.
