@@ -116,11 +116,14 @@ class _PexpectWith:
         return getattr(pexpect, name)
 
 
+# Looked up before any fork: the child should only make the call.
+_prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+
+
 def _die_with(parent: int) -> None:
     """Runs in the child before exec: the kernel sends it _STOP_SIGNAL when `parent` dies."""
-    if not sys.platform.startswith("linux"):
+    if _prctl is None:
         return
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, int(_STOP_SIGNAL), 0, 0, 0)
+    _prctl(_PR_SET_PDEATHSIG, int(_STOP_SIGNAL), 0, 0, 0)
     if os.getppid() != parent:  # the parent died before prctl took effect
         os.kill(os.getpid(), _STOP_SIGNAL)
