@@ -143,7 +143,8 @@ def _print_summary(result: runner.RunResult, summary_path: Path, junit_path: Pat
         table.add_column(column, justify="left" if column == "host" else "right")
     for host in result.hosts:
         table.add_row(*(Text(str(getattr(host, column))) for column in columns))
-    console.print(table)
+    if result.hosts:  # else the error says why no host ran
+        console.print(table)
     for host, record in sorted(result.record.hosts.items()):
         for failure in record.failed_tasks:
             console.print(

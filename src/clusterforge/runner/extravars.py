@@ -15,7 +15,7 @@ def check(values: list[str]) -> list[str]:
     """The -e values ready for Ansible: files named absolutely (ansible-playbook runs from the
     project directory) and checked to exist; Ansible itself reads and judges their content."""
     checked = []
-    for value in values:
+    for number, value in enumerate(values, start=1):
         if value.startswith("@"):
             path = Path(value[1:]).expanduser()
             if not path.is_file():
@@ -26,7 +26,7 @@ def check(values: list[str]) -> list[str]:
         elif value.startswith(("/", ".")):
             raise UsageError(f"-e {value}: a file name needs '@' before it (-e @{value})")
         elif value.strip():
-            _inline(value)  # refused now, with the argument named, rather than by Ansible later
+            _inline(value, f"-e #{number}")  # refused now, rather than by Ansible once the run started
             checked.append(value)
     return checked
 
@@ -53,19 +53,22 @@ def _as_file_text(value: str) -> str:
     ansible-playbook parses them (values stay strings)."""
     if value.startswith(("{", "[")):
         return value
-    return json.dumps(_inline(value))
+    return json.dumps(_inline(value, "-e"))
 
 
-def _inline(value: str) -> dict | None:
+def _inline(value: str, label: str) -> dict | None:
+    """KEY=VALUE pairs parsed as ansible-playbook parses them. Errors name the argument by its
+    place, not its text: the value may be a secret."""
     if value.startswith(("{", "[")):
         return None  # YAML: Ansible's loader judges it, with its own error
     from ansible.errors import AnsibleError
     from ansible.parsing.splitter import parse_kv
 
+    expected = "expected KEY=VALUE pairs (quote values with spaces: KEY='a b'), inline YAML or JSON, or @FILE"
     try:
         pairs = parse_kv(value)
-    except AnsibleError as exc:
-        raise UsageError(f"-e {value!r}: {exc.message}") from None
+    except AnsibleError:
+        raise UsageError(f"{label}: unbalanced quotes or Jinja2 braces; {expected}") from None
     if "_raw_params" in pairs or not pairs:
-        raise UsageError(f"-e {value!r}: expected KEY=VALUE pairs, inline YAML or JSON, or @FILE")
+        raise UsageError(f"{label}: a word without '='; {expected}")
     return pairs

@@ -88,7 +88,10 @@ class Supervisor:
             yield self
         finally:
             ansible_runner.runner.pexpect = original
-            self.end_group()
+            # A cancelled group may keep members; a finished one is gone (and its id free for
+            # reuse, so it is not signalled then).
+            if self.canceled or self._child_alive():
+                self.end_group()
 
     def spawn(self, *args, **kwargs) -> pexpect.spawn:
         parent = os.getpid()
