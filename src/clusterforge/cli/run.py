@@ -20,6 +20,7 @@ from clusterforge.runner import report as run_report
 from clusterforge.runner.process import CancelOnSignal
 from clusterforge.runner.progress import choose
 from clusterforge.runner.record import RunRecorder
+from clusterforge.runner.text import plain
 
 console = Console()
 
@@ -148,13 +149,13 @@ def _print_summary(result: runner.RunResult, summary_path: Path, junit_path: Pat
     for host, record in sorted(result.record.hosts.items()):
         for failure in record.failed_tasks:
             console.print(
-                f"[red]failed[/] {escape(host)}: {escape(failure['task'])}: {escape(failure['message'])}",
+                f"[red]failed[/] {_shown(host)}: {_shown(failure['task'])}: {_shown(failure['message'])}",
                 highlight=False,
                 soft_wrap=True,
             )
         if record.unreachable:
             console.print(
-                f"[red]unreachable[/] {escape(host)}: {escape(record.unreachable)}", highlight=False, soft_wrap=True
+                f"[red]unreachable[/] {_shown(host)}: {_shown(record.unreachable)}", highlight=False, soft_wrap=True
             )
     console.print(
         f"hosts: {len(result.hosts)}  failed: {len(result.failed_hosts)}  "
@@ -165,6 +166,11 @@ def _print_summary(result: runner.RunResult, summary_path: Path, junit_path: Pat
         soft_wrap=True,
     )
     console.print(f"summary: {summary_path}  junit: {junit_path}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _shown(untrusted: str) -> str:
+    """Text from a host or a playbook, for a markup string: no markup, no escape sequences."""
+    return escape(plain(untrusted))
 
 
 def _print_no_host_error(result: runner.RunResult) -> None:
