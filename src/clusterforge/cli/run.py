@@ -6,17 +6,21 @@ import argparse
 import json
 from pathlib import Path
 
-import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from clusterforge import stages
 from clusterforge.errors import UsageError
 from clusterforge.paths import project_dir
+from clusterforge.runner import extravars
 from clusterforge.runner import playbook as runner
 from clusterforge.runner import report as run_report
+from clusterforge.runner.process import CancelOnSignal
 from clusterforge.runner.progress import choose
 from clusterforge.runner.record import RunRecorder
+from clusterforge.runner.text import plain
 
 console = Console()
 
@@ -45,7 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         action="append",
         default=[],
         metavar="KEY=VALUE|@FILE",
-        help="extra variable, or @file.yml with several (repeatable)",
+        help="extra variables as ansible-playbook takes them: KEY=VALUE ..., YAML or JSON, or @FILE (repeatable)",
     )
     run.add_argument("--vault-password-file", help="file holding the Ansible Vault password")
     run.add_argument("--json", action="store_true", help="print the run summary as JSON, no progress display")
@@ -100,18 +104,20 @@ def run(args: argparse.Namespace) -> int:
         check=args.check,
         diff=args.diff,
         forks=args.forks,
-        extravars=parse_extra_vars(args.extra_var),
+        extra_vars=extravars.check(args.extra_var),
+        clusterforge_vars=_rolling_vars(args, project),
         vault_password_file=args.vault_password_file,
     )
-    options.extravars.update(_rolling_vars(args, project))
     recorder = RunRecorder()
-    with runner.CancelOnSignal() as cancel, choose(recorder, console, args.json) as progress:
+    with CancelOnSignal() as cancel, choose(recorder, console, args.json) as progress:
         result = runner.run_playbook(project, options, event_handler=progress, recorder=recorder, cancel=cancel)
     summary_path, junit_path = run_report.write(result)
     if args.json:
         print(json.dumps(run_report.summary(result), indent=2))
     else:
         _print_summary(result, summary_path, junit_path)
+    if result.no_host_reason:
+        _print_no_host_error(result)
     return result.exit_code
 
 
@@ -130,46 +136,46 @@ def _rolling_vars(args: argparse.Namespace, project: Path) -> dict:
     return given
 
 
-def parse_extra_vars(values: list[str]) -> dict:
-    extravars: dict = {}
-    for value in values:
-        if value.startswith("@"):
-            path = Path(value[1:]).expanduser()
-            try:
-                loaded = yaml.safe_load(path.read_text())
-            except (OSError, yaml.YAMLError) as exc:
-                raise UsageError(f"extra variables file {path}: {exc}") from None
-            if not isinstance(loaded, dict):
-                raise UsageError(f"extra variables file {path}: expected a mapping of names to values")
-            extravars.update(loaded)
-            continue
-        key, sep, item = value.partition("=")
-        if not sep or not key:
-            raise UsageError(f"extra variable {value!r}: expected KEY=VALUE or @FILE")
-        extravars[key] = item
-    return extravars
-
-
 def _print_summary(result: runner.RunResult, summary_path: Path, junit_path: Path) -> None:
-    table = Table(title=f"run {result.status}")
+    # Host, play and task names and messages come from hosts and playbooks: never markup.
+    table = Table(title=f"run {escape(result.status)}")
     columns = ("host", "ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored")
     for column in columns:
         table.add_column(column, justify="left" if column == "host" else "right")
     for host in result.hosts:
-        table.add_row(*(str(getattr(host, column)) for column in columns))
-    console.print(table)
+        table.add_row(*(Text(str(getattr(host, column))) for column in columns))
+    if result.hosts:  # else the error says why no host ran
+        console.print(table)
     for host, record in sorted(result.record.hosts.items()):
         for failure in record.failed_tasks:
             console.print(
-                f"[red]failed[/] {host}: {failure['task']}: {failure['message']}", highlight=False, soft_wrap=True
+                f"[red]failed[/] {_shown(host)}: {_shown(failure['task'])}: {_shown(failure['message'])}",
+                highlight=False,
+                soft_wrap=True,
             )
         if record.unreachable:
-            console.print(f"[red]unreachable[/] {host}: {record.unreachable}", highlight=False, soft_wrap=True)
+            console.print(
+                f"[red]unreachable[/] {_shown(host)}: {_shown(record.unreachable)}", highlight=False, soft_wrap=True
+            )
     console.print(
         f"hosts: {len(result.hosts)}  failed: {len(result.failed_hosts)}  "
         f"unreachable: {len(result.unreachable_hosts)}  changed tasks: {result.changed_tasks}  "
         f"artifacts: {result.run_dir}",
+        markup=False,
         highlight=False,
         soft_wrap=True,
     )
-    console.print(f"summary: {summary_path}  junit: {junit_path}", highlight=False, soft_wrap=True)
+    console.print(f"summary: {summary_path}  junit: {junit_path}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _shown(untrusted: str) -> str:
+    """Text from a host or a playbook, for a markup string: no markup, no escape sequences."""
+    return escape(plain(untrusted))
+
+
+def _print_no_host_error(result: runner.RunResult) -> None:
+    """A run that ran no host is an error, with Ansible's own words on stderr, even with --json."""
+    errors = Console(stderr=True)
+    errors.print(Text.assemble(("clusterforge: error: ", "bold red"), result.no_host_reason), soft_wrap=True)
+    if result.ansible_output:
+        errors.print(Text(result.ansible_output), highlight=False, soft_wrap=True)

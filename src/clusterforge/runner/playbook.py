@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
-import signal
+import shutil
 import sys
-import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -19,17 +16,31 @@ import ansible_runner
 
 from clusterforge import stages
 from clusterforge.errors import (
+    EXIT_ENVIRONMENT,
     EXIT_HOSTS_FAILED,
     EXIT_HOSTS_UNREACHABLE,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_USAGE,
     UsageError,
 )
 from clusterforge.paths import state_dir
+from clusterforge.runner import artifacts, extravars
+from clusterforge.runner import inventory as run_inventory
+from clusterforge.runner.process import Supervisor
 from clusterforge.runner.record import RunRecorder
+from clusterforge.runner.text import plain
 
 # Playbooks that are not stages of site.yml but run by name.
 NAMED_PLAYBOOKS = {"rolling-update": "rolling_update.yml"}
+
+# pexpect's exit status when ansible-playbook could not be started.
+_RC_NOT_FOUND = 127
+# ansible-core refuses to start without a UTF-8 locale (LC_ALL=C): a machine problem.
+_LOCALE_ERROR = "requires the locale encoding to be UTF-8"
+_ERROR_PREFIXES = ("[ERROR]", "ERROR")
+_NOTICE_PREFIXES = ("[WARNING]", "skipping:")
+_MAX_ERROR_LINES = 40
 
 # ansible-runner's stats keys -> the names shown in the summary.
 _STAT_KEYS = {
@@ -65,7 +76,9 @@ class RunOptions:
     check: bool = False
     diff: bool = False
     forks: int | None = None
-    extravars: dict = field(default_factory=dict)
+    # -e values as ansible-playbook takes them (see extravars.check), then clusterforge's own.
+    extra_vars: list[str] = field(default_factory=list)
+    clusterforge_vars: dict = field(default_factory=dict)
     vault_password_file: str | None = None
 
 
@@ -79,6 +92,9 @@ class RunResult:
     inventory: Path | str = ""
     record: RunRecorder = field(default_factory=RunRecorder)
     elapsed: float = 0.0
+    # Ansible's own output when it stopped before any host ran (a syntax error, a --limit
+    # matching nothing, an unusable locale).
+    ansible_output: str = ""
 
     @property
     def failed_hosts(self) -> list[str]:
@@ -98,9 +114,27 @@ class RunResult:
             return EXIT_INTERRUPTED
         if self.unreachable_hosts:
             return EXIT_HOSTS_UNREACHABLE
-        if self.failed_hosts or self.rc != 0 or self.status != "successful":
+        if self.failed_hosts:
+            return EXIT_HOSTS_FAILED
+        if not self.hosts:
+            return EXIT_ENVIRONMENT if self.machine_problem else EXIT_USAGE
+        if self.rc != 0 or self.status != "successful":
             return EXIT_HOSTS_FAILED
         return EXIT_OK
+
+    @property
+    def machine_problem(self) -> bool:
+        """ansible-playbook could not start (not installed) or refused this machine's locale."""
+        return self.rc == _RC_NOT_FOUND or _LOCALE_ERROR in self.ansible_output
+
+    @property
+    def no_host_reason(self) -> str:
+        """Why no host ran, for a run that ran none."""
+        if self.hosts or self.status in ("canceled", "timeout"):
+            return ""
+        if self.rc == 0:
+            return "no host matched: the inventory has no hosts, or none in the playbook's hosts and --limit"
+        return f"ansible-playbook stopped before any host ran (exit status {self.rc})"
 
 
 def resolve_playbook(project: Path, playbook: str) -> Path:
@@ -122,13 +156,6 @@ def resolve_playbook(project: Path, playbook: str) -> Path:
     )
 
 
-def resolve_inventory(inventory: str | os.PathLike[str]) -> Path:
-    path = Path(inventory).expanduser()
-    if not path.exists():
-        raise UsageError(f"inventory not found: {path} (expected a file or directory)")
-    return path.resolve()
-
-
 def summarise(stats: dict | None) -> list[HostSummary]:
     """Per-host counts from ansible-runner's stats (the playbook_on_stats event)."""
     hosts: dict[str, HostSummary] = {}
@@ -139,31 +166,6 @@ def summarise(stats: dict | None) -> list[HostSummary]:
     return sorted(hosts.values(), key=lambda h: h.host)
 
 
-class CancelOnSignal:
-    """Ctrl-C or SIGTERM asks ansible-runner to stop the run (its cancel_callback) instead of
-    killing this process, so the summary of what ran is still written."""
-
-    def __init__(self) -> None:
-        self.requested = threading.Event()
-        self._previous: dict[int, object] = {}
-
-    def __call__(self) -> bool:
-        return self.requested.is_set()
-
-    def _handle(self, signum, _frame) -> None:
-        self.requested.set()
-
-    def __enter__(self) -> CancelOnSignal:
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-
-
 def run_playbook(
     project: Path,
     options: RunOptions,
@@ -172,40 +174,62 @@ def run_playbook(
     cancel: Callable[[], bool] | None = None,
 ) -> RunResult:
     playbook_path = resolve_playbook(project, options.playbook)
-    inventory_path = resolve_inventory(options.inventory)
+    inventory_path = run_inventory.resolve(options.inventory)
     cmdline = [*(["--check"] if options.check else []), *(["--diff"] if options.diff else [])]
     if options.vault_password_file:
         vault_file = Path(options.vault_password_file).expanduser()
         if not vault_file.is_file():
             raise UsageError(f"vault password file not found: {vault_file}")
         cmdline += ["--vault-password-file", str(vault_file.resolve())]
-    # A fresh private data dir per run keeps runs independent and their artifacts apart.
-    run_dir = state_dir() / "runs" / f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-    run_dir.mkdir(parents=True)
+    run_dir = _new_run_dir()
     recorder = recorder or RunRecorder()
+    supervisor = Supervisor(cancel)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="clusterforge-vars-") as private:
-        if options.extravars:
-            # Extra vars may hold secrets: hand them over in a private file, never on the command
-            # line (ps, artifacts/<id>/command) or in the run directory.
-            vars_file = Path(private) / "extravars.json"
-            vars_file.touch(mode=0o600)
-            vars_file.write_text(json.dumps(options.extravars))
-            cmdline += ["--extra-vars", f"@{vars_file}"]
-        runner = _run(
-            project, options, run_dir, playbook_path, inventory_path, cmdline, recorder, event_handler, cancel
-        )
-    _scrub_command_files(run_dir)
+    # Extra vars may hold secrets: they go in files inside the private run directory, removed
+    # after the run, never on the command line (ps, artifacts/<id>/command).
+    vars_dir = run_dir / "extravars"
+    vars_dir.mkdir(mode=0o700)
+    try:
+        cmdline += extravars.write(options.extra_vars, options.clusterforge_vars, vars_dir)
+        with supervisor.spawning():
+            runner = _run(
+                project,
+                options,
+                run_dir,
+                playbook_path,
+                inventory_path,
+                cmdline,
+                recorder,
+                event_handler,
+                supervisor.cancel_callback,
+            )
+    finally:
+        shutil.rmtree(vars_dir, ignore_errors=True)
+    artifacts.scrub(run_dir)
+    artifacts.make_private(run_dir)
+    hosts = summarise(runner.stats)
     return RunResult(
-        status=runner.status,
+        # ansible-playbook may end on its own while it is being cancelled.
+        status="canceled" if supervisor.canceled else runner.status,
         rc=runner.rc,
         run_dir=run_dir,
-        hosts=summarise(runner.stats),
+        hosts=hosts,
         playbook=playbook_path,
         inventory=inventory_path,
         record=recorder,
         elapsed=time.monotonic() - started,
+        ansible_output="" if hosts else _ansible_output(run_dir),
     )
+
+
+def _new_run_dir() -> Path:
+    """A fresh directory per run keeps runs apart; private, as what runs write can hold secrets.
+    Named in UTC, like the times in summary.json."""
+    runs = state_dir() / "runs"
+    runs.mkdir(mode=0o700, parents=True, exist_ok=True)
+    run_dir = runs / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+    run_dir.mkdir(mode=0o700)
+    return run_dir
 
 
 def _run(project, options, run_dir, playbook_path, inventory_path, cmdline, recorder, event_handler, cancel):
@@ -224,22 +248,19 @@ def _run(project, options, run_dir, playbook_path, inventory_path, cmdline, reco
         suppress_env_files=True,
         quiet=True,
         event_handler=event_handler or recorder,
-        cancel_callback=cancel or (lambda: False),
+        cancel_callback=cancel,
     )
 
 
-def _scrub_command_files(run_dir: Path) -> None:
-    """ansible-runner records the whole process environment (tokens, cloud keys) next to the
-    command line in artifacts/<id>/command; keep the variable names, drop their values."""
-    for command_file in run_dir.glob("artifacts/*/command"):
-        try:
-            record = json.loads(command_file.read_text())
-        except (OSError, ValueError):
-            continue
-        env = record.get("env")
-        if isinstance(env, dict):
-            record["env"] = dict.fromkeys(sorted(env), "<not recorded>")
-            command_file.write_text(json.dumps(record))
+def _ansible_output(run_dir: Path) -> str:
+    """What ansible-playbook said about stopping: from its first error on, or its warnings and
+    skipped plays when it stopped without an error ("no hosts matched")."""
+    text = "".join(plain(path.read_text(errors="replace")) for path in sorted(run_dir.glob("artifacts/*/stdout")))
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    first_error = next((i for i, line in enumerate(lines) if line.startswith(_ERROR_PREFIXES)), None)
+    if first_error is None:
+        lines = [line for line in lines if line.startswith(_NOTICE_PREFIXES)]
+    return "\n".join(lines[first_error or 0 :][:_MAX_ERROR_LINES])
 
 
 def _ansible_environment(project: Path) -> dict[str, str]:

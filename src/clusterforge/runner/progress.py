@@ -9,8 +9,10 @@ from typing import TextIO
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from clusterforge.runner.record import RunRecorder
+from clusterforge.runner.text import plain
 
 
 def _clock(seconds: float) -> str:
@@ -66,7 +68,8 @@ class PlainProgress(QuietProgress):
         return keep
 
     def _say(self, line: str) -> None:
-        print(line, file=self.stream, flush=True)
+        # Names and messages come from hosts and playbooks: no escape sequence reaches the log.
+        print(plain(line), file=self.stream, flush=True)
 
 
 class LiveProgress(QuietProgress):
@@ -94,7 +97,8 @@ class LiveProgress(QuietProgress):
             "unreachable",
             f"[red]{unreachable}[/]" if unreachable else "0",
         )
-        table.add_row("play", self.recorder.play or "-", "task", self.recorder.task or "-")
+        # Text, not str: Rich would read a play named "[/x]" as markup and abort the run.
+        table.add_row("play", Text(plain(self.recorder.play or "-")), "task", Text(plain(self.recorder.task or "-")))
         return table
 
     def __enter__(self):

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from clusterforge.runner.text import xml_safe
 
 if TYPE_CHECKING:
     from clusterforge.runner.playbook import RunResult
@@ -36,6 +39,8 @@ def summary(result: RunResult) -> dict[str, Any]:
         "inventory": str(result.inventory),
         "started": _iso(result.record.started),
         "elapsed_s": round(result.elapsed, 1),
+        # Why no host ran, with Ansible's own words; null when hosts ran.
+        "error": "\n".join(filter(None, (result.no_host_reason, result.ansible_output))) or None,
         "totals": {
             "hosts": len(result.hosts),
             "failed": len(result.failed_hosts),
@@ -48,8 +53,9 @@ def summary(result: RunResult) -> dict[str, Any]:
 
 
 def junit(result: RunResult) -> ET.ElementTree:
-    """One <testcase> per host per play: failures for failed tasks, errors for unreachable."""
-    suites = ET.Element("testsuites", name=f"clusterforge {Path(str(result.playbook)).name}")
+    """One <testcase> per host per play: failures for failed tasks, errors for unreachable.
+    Every value comes from hosts, tasks or file names: made XML-safe (see text.xml_safe)."""
+    suites = ET.Element("testsuites", name=xml_safe(f"clusterforge {Path(str(result.playbook)).name}"))
     plays: dict[str, list[tuple[str, dict]]] = {}
     for host, record in sorted(result.record.hosts.items()):
         for play, outcome in record.plays.items():
@@ -60,32 +66,40 @@ def junit(result: RunResult) -> ET.ElementTree:
         suite = ET.SubElement(
             suites,
             "testsuite",
-            name=play or "play",
+            name=xml_safe(play or "play"),
             tests=str(len(cases)),
             failures=str(failures),
             errors=str(errors),
             skipped="0",
         )
         for host, outcome in cases:
-            case = ET.SubElement(suite, "testcase", classname=play or "play", name=host)
+            case = ET.SubElement(suite, "testcase", classname=xml_safe(play or "play"), name=xml_safe(host))
             if outcome["unreachable"]:
-                ET.SubElement(case, "error", message="unreachable", type="unreachable").text = outcome["unreachable"]
+                error = ET.SubElement(case, "error", message="unreachable", type="unreachable")
+                error.text = xml_safe(outcome["unreachable"])
             elif outcome["failures"]:
                 first = outcome["failures"][0]
                 failure = ET.SubElement(
-                    case, "failure", message=f"{first['task']}: {first['message'][:200]}", type="failed"
+                    case, "failure", message=xml_safe(f"{first['task']}: {first['message'][:200]}"), type="failed"
                 )
-                failure.text = "\n".join(f"{f['task']}: {f['message']}" for f in outcome["failures"])
+                failure.text = xml_safe("\n".join(f"{f['task']}: {f['message']}" for f in outcome["failures"]))
     ET.indent(suites)
     return ET.ElementTree(suites)
 
 
 def write(result: RunResult) -> tuple[Path, Path]:
+    """Both files, readable by the user alone (failure messages can tell much about hosts)."""
     summary_path = result.run_dir / "summary.json"
-    summary_path.write_text(json.dumps(summary(result), indent=2) + "\n")
+    with _private(summary_path, "w") as file:
+        file.write(json.dumps(summary(result), indent=2) + "\n")
     junit_path = result.run_dir / "junit.xml"
-    junit(result).write(junit_path, encoding="utf-8", xml_declaration=True)
+    with _private(junit_path, "wb") as file:
+        junit(result).write(file, encoding="utf-8", xml_declaration=True)
     return summary_path, junit_path
+
+
+def _private(path: Path, mode: str):
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), mode)
 
 
 def _iso(timestamp: float) -> str:

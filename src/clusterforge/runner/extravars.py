@@ -1,0 +1,74 @@
+"""`-e` as ansible-playbook takes it (@FILE, KEY=VALUE ..., inline YAML or JSON), handed over
+in files: extra variables may hold secrets, which must not show in `ps` or in the command line
+that ansible-runner records (artifacts/<id>/command)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from clusterforge.errors import UsageError
+
+
+def check(values: list[str]) -> list[str]:
+    """The -e values ready for Ansible: files named absolutely (ansible-playbook runs from the
+    project directory) and checked to exist; Ansible itself reads and judges their content."""
+    checked = []
+    for number, value in enumerate(values, start=1):
+        if value.startswith("@"):
+            path = Path(value[1:]).expanduser()
+            if not path.is_file():
+                raise UsageError(
+                    f"-e {value}: extra variables file not found (expected @FILE naming a YAML or JSON file)"
+                )
+            checked.append(f"@{path.resolve()}")
+        elif value.startswith(("/", ".")):
+            raise UsageError(f"-e {value}: a file name needs '@' before it (-e @{value})")
+        elif value.strip():
+            _inline(value, f"-e #{number}")  # refused now, rather than by Ansible once the run started
+            checked.append(value)
+    return checked
+
+
+def write(values: list[str], internal: dict, private_dir: Path) -> list[str]:
+    """--extra-vars arguments for ansible-playbook, in the order given (later ones win, as in
+    ansible-playbook); `internal` (clusterforge's own options) comes last. Inline values are
+    written to files in private_dir, which the caller removes after the run."""
+    args = []
+    for number, value in enumerate([*values, internal]):
+        if isinstance(value, str) and value.startswith("@"):
+            args += ["--extra-vars", value]
+        elif value:
+            path = private_dir / f"extra-vars-{number}.yml"
+            text = json.dumps(value) if isinstance(value, dict) else _as_file_text(value)
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as file:
+                file.write(text)
+            args += ["--extra-vars", f"@{path}"]
+    return args
+
+
+def _as_file_text(value: str) -> str:
+    """Inline YAML or JSON is already a file's content; KEY=VALUE pairs become JSON, as
+    ansible-playbook parses them (values stay strings)."""
+    if value.startswith(("{", "[")):
+        return value
+    return json.dumps(_inline(value, "-e"))
+
+
+def _inline(value: str, label: str) -> dict | None:
+    """KEY=VALUE pairs parsed as ansible-playbook parses them. Errors name the argument by its
+    place, not its text: the value may be a secret."""
+    if value.startswith(("{", "[")):
+        return None  # YAML: Ansible's loader judges it, with its own error
+    from ansible.errors import AnsibleError
+    from ansible.parsing.splitter import parse_kv
+
+    expected = "expected KEY=VALUE pairs (quote values with spaces: KEY='a b'), inline YAML or JSON, or @FILE"
+    try:
+        pairs = parse_kv(value)
+    except AnsibleError:
+        raise UsageError(f"{label}: unbalanced quotes or Jinja2 braces; {expected}") from None
+    if "_raw_params" in pairs or not pairs:
+        raise UsageError(f"{label}: a word without '='; {expected}")
+    return pairs
