@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -26,10 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.errors import UsageError
+from clusterforge.safe_write import write_tree
 from clusterforge.validation.host_verdict import counts_against, crashed, host_verdict, verdicts
+from clusterforge.validation.result_files import HOST_SCHEMA as HOST_SCHEMA  # re-exported: the report's input
+from clusterforge.validation.result_files import RUN_SCHEMA as RUN_SCHEMA
+from clusterforge.validation.result_files import read_host_file, read_run_file
 
-HOST_SCHEMA = "clusterforge.validation.host/1"
-RUN_SCHEMA = "clusterforge.validation.run/1"
 REPORT_SCHEMA = "clusterforge.validation.report/1"
 STATUSES = verdicts.STATUSES
 COLOURS = {"pass": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828", "skipped": "#757575"}
@@ -99,18 +102,6 @@ class Run:
         return self.run.get("verdict") or {}
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: expected a JSON object")
-    return data
-
-
 def _checks_of(host: str, record: dict[str, Any], cleared: set[str]) -> list[Check]:
     module = str(record.get("module") or "unknown")
     scope = record.get("scope")
@@ -155,12 +146,13 @@ def _bandwidth_of(host: str, record: dict[str, Any]) -> Bandwidth | None:
 
 
 def load_run(results_dir: str | Path) -> Run:
-    """Read a run directory; UsageError names the file and what was expected."""
+    """Read a run directory; UsageError names the file, the field and what was expected
+    (clusterforge.validation.result_files)."""
     directory = Path(results_dir)
     if not directory.is_dir():
         raise UsageError(f"results directory not found: {directory}")
     run_file = directory / "_run.json"
-    run = _read_json(run_file) if run_file.is_file() else {}
+    run = read_run_file(run_file) if os.path.lexists(run_file) else {}
     cleared = set((run.get("verdict") or {}).get("cleared") or ())
     files = sorted(p for p in directory.glob("*.json") if not p.name.startswith("_"))
     if not files:
@@ -168,17 +160,10 @@ def load_run(results_dir: str | Path) -> Run:
     nodes, bandwidth = [], []
     run_ids = set()
     for path in files:
-        data = _read_json(path)
-        if data.get("schema") != HOST_SCHEMA:
-            raise UsageError(f"{path}: schema {data.get('schema')!r}, expected {HOST_SCHEMA!r}")
-        host = str(data.get("host") or path.stem)
-        results = data.get("results")
-        if not isinstance(results, list):
-            raise UsageError(f"{path}: 'results' must be a list of module results")
+        data = read_host_file(path)
+        host = data.get("host") or path.stem
         node = Node(host, data.get("node_type"), cleared=cleared)
-        for record in results:
-            if not isinstance(record, dict):
-                raise UsageError(f"{path}: a result is not an object: {record!r}")
+        for record in data["results"]:
             node.records.append(record)
             node.checks.extend(_checks_of(host, record, cleared))
             point = _bandwidth_of(host, record)
@@ -186,8 +171,8 @@ def load_run(results_dir: str | Path) -> Run:
                 bandwidth.append(point)
         nodes.append(node)
         if data.get("run_id"):
-            run_ids.add(str(data["run_id"]))
-    run_id = str(run.get("run_id") or (sorted(run_ids)[0] if run_ids else directory.name))
+            run_ids.add(data["run_id"])
+    run_id = run.get("run_id") or (sorted(run_ids)[0] if run_ids else directory.name)
     return Run(run_id, str(directory), nodes, bandwidth, run)
 
 
@@ -411,19 +396,14 @@ def html_page(run: Run) -> str:
     )
 
 
-def write_report(run: Run, outdir: str | Path) -> dict[str, Path]:
-    """report.json, junit.xml and report.html in outdir (created)."""
-    out = Path(outdir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        written = {
-            "json": out / "report.json",
-            "junit": out / "junit.xml",
-            "html": out / "report.html",
-        }
-        written["json"].write_text(json.dumps(run_document(run), indent=2, default=str) + "\n", encoding="utf-8")
-        written["junit"].write_text(junit_xml(run), encoding="utf-8")
-        written["html"].write_text(html_page(run), encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
-    return written
+def write_report(run: Run, outdir: str | Path, *, force: bool = False) -> dict[str, Path]:
+    """report.json, junit.xml and report.html in outdir (created), written by clusterforge.safe_write:
+    files there that clusterforge did not write are refused unless force."""
+    names = {"json": "report.json", "junit": "junit.xml", "html": "report.html"}
+    texts = {
+        names["json"]: json.dumps(run_document(run), indent=2, default=str) + "\n",
+        names["junit"]: junit_xml(run),
+        names["html"]: html_page(run),
+    }
+    write_tree(outdir, texts, force=force)
+    return {kind: Path(outdir) / name for kind, name in names.items()}

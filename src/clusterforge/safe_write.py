@@ -1,0 +1,210 @@
+"""Write a set of files into an output directory the user named, without harming what is there.
+
+- Only files clusterforge wrote there before are replaced: MARKER in the directory lists them.
+  Any other file in the way is refused (naming it) unless ``force``; other files stay untouched.
+- Every file is written to a fresh temporary beside it (O_CREAT|O_EXCL|O_NOFOLLOW under a random
+  name, so a symbolic link planted at a predictable name is never followed) and renamed into place
+  only once all of them are written: an error leaves no half-written tree, no temporary and no
+  directory it created.
+- Directories are walked with O_NOFOLLOW from the output directory down, so a symbolic link inside
+  it cannot send a file elsewhere.
+
+Errors are UsageError naming the path and what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import stat
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from clusterforge.errors import UsageError
+from clusterforge.safe_read import MiB, read_bytes
+
+MARKER = ".clusterforge-output.json"
+MARKER_SCHEMA = "clusterforge.output/1"
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def write_tree(outdir: str | os.PathLike[str], files: dict[str, str], *, force: bool = False) -> list[Path]:
+    """Write {relative path: text} under outdir (created if missing); the paths written."""
+    outdir = Path(outdir)
+    relatives = [_relative(name) for name in files]
+    _check_targets(outdir, relatives, force)
+    with _Transaction(outdir) as tx:
+        for relative, text in zip(relatives, files.values(), strict=True):
+            tx.stage(relative, text.encode("utf-8"))
+        tx.stage(PurePosixPath(MARKER), _marker(_previously_listed(outdir, force) | {str(r) for r in relatives}))
+        tx.commit()
+    return [outdir / relative for relative in relatives]
+
+
+def _relative(name: str) -> PurePosixPath:
+    path = PurePosixPath(name)
+    if path.is_absolute() or not path.parts or any(part in ("", ".", "..") for part in path.parts):
+        raise UsageError(f"refusing to write {name!r}: expected a relative path inside the output directory")
+    if str(path) == MARKER:
+        raise UsageError(f"refusing to write {name!r}: clusterforge keeps its list of written files there")
+    return path
+
+
+def _listed(outdir: Path) -> set[str]:
+    """The files MARKER says clusterforge wrote in outdir (none when there is no marker)."""
+    marker = outdir / MARKER
+    if not os.path.lexists(marker):
+        return set()
+    try:
+        data = json.loads(read_bytes(marker, MiB, follow_symlinks=False))
+    except (ValueError, RecursionError):
+        data = None
+    files = data.get("files") if isinstance(data, dict) and data.get("schema") == MARKER_SCHEMA else None
+    if not isinstance(files, list) or not all(isinstance(name, str) for name in files):
+        raise UsageError(f"{marker}: not clusterforge's list of written files; remove it or pass --force")
+    return set(files)
+
+
+def _previously_listed(outdir: Path, force: bool) -> set[str]:
+    """What the new marker keeps of the old one: --force also replaces a marker that is not ours."""
+    try:
+        return _listed(outdir)
+    except UsageError:
+        if force:
+            return set()
+        raise
+
+
+def _marker(files: set[str]) -> bytes:
+    document = {"schema": MARKER_SCHEMA, "written_by": "clusterforge", "files": sorted(files)}
+    return (json.dumps(document, indent=2) + "\n").encode("utf-8")
+
+
+def _check_targets(outdir: Path, relatives: list[PurePosixPath], force: bool) -> None:
+    """Refuse, before anything is written, paths that are not ours to replace."""
+    if os.path.lexists(outdir) and not outdir.is_dir():
+        raise UsageError(f"{outdir}: exists and is not a directory; expected an output directory")
+    listed = None if force else _listed(outdir)
+    foreign = []
+    for relative in relatives:
+        for parent in list(reversed(relative.parents))[1:]:
+            _require_directory(outdir / parent)
+        target = outdir / relative
+        try:
+            mode = os.lstat(target).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(mode):
+            raise UsageError(f"{target}: a directory is in the way of a file clusterforge writes")
+        if listed is not None and str(relative) not in listed:
+            foreign.append(str(target))
+    if foreign:
+        raise UsageError(
+            f"refusing to replace {len(foreign)} file(s) clusterforge did not write ({outdir / MARKER} does not "
+            f"list them): {', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''}; "
+            "move them away or pass --force"
+        )
+
+
+def _require_directory(path: Path) -> None:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise UsageError(f"{path}: a symbolic link; expected a directory (clusterforge does not write through links)")
+    if not stat.S_ISDIR(mode):
+        raise UsageError(f"{path}: exists and is not a directory")
+
+
+@dataclass
+class _Transaction:
+    """Temporaries written beside their targets, renamed into place by commit(); anything that
+    fails before the renames removes every temporary and directory it made."""
+
+    outdir: Path
+    _dirs: dict[PurePosixPath, int] = field(default_factory=dict)  # relative directory -> open fd
+    _made_dirs: list[tuple[int, str]] = field(default_factory=list)  # (parent fd, name) created by us
+    _made_outdir: list[Path] = field(default_factory=list)
+    _staged: list[tuple[int, str, str, PurePosixPath]] = field(default_factory=list)  # fd, temporary, name, path
+    _committed: bool = False
+
+    def __enter__(self) -> _Transaction:
+        missing = [p for p in (self.outdir, *self.outdir.parents) if not os.path.lexists(p)]
+        for path in reversed(missing):
+            self._call(path, os.mkdir, path, 0o755)
+            self._made_outdir.append(path)
+        self._dirs[PurePosixPath()] = self._call(self.outdir, os.open, self.outdir, os.O_RDONLY | os.O_DIRECTORY)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if not self._committed:
+            self._undo()
+        for fd in self._dirs.values():
+            os.close(fd)
+
+    def stage(self, relative: PurePosixPath, data: bytes) -> None:
+        parent = self._directory(relative.parent)
+        name = relative.name
+        target = self.outdir / relative
+        while True:
+            temporary = f".{name}.{secrets.token_hex(6)}.partial"
+            try:
+                fd = os.open(temporary, _FILE_FLAGS, 0o644, dir_fd=parent)
+                break
+            except FileExistsError:
+                continue  # someone holds that name: draw another, never reuse it
+            except OSError as exc:
+                raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+        self._staged.append((parent, temporary, name, relative))
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+        except OSError as exc:
+            raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+    def commit(self) -> None:
+        # The marker (staged last) goes first, so a file renamed into place is always listed.
+        for parent, temporary, name, relative in [self._staged[-1], *self._staged[:-1]]:
+            self._call(self.outdir / relative, os.replace, temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+        self._committed = True
+
+    def _directory(self, relative: PurePosixPath) -> int:
+        if relative in self._dirs:
+            return self._dirs[relative]
+        parent = self._directory(relative.parent)
+        path = self.outdir / relative
+        try:
+            fd = os.open(relative.name, _DIR_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            self._call(path, os.mkdir, relative.name, 0o755, dir_fd=parent)
+            self._made_dirs.append((parent, relative.name))
+            fd = self._call(path, os.open, relative.name, _DIR_FLAGS, dir_fd=parent)
+        except OSError as exc:
+            raise UsageError(f"{path}: expected a directory, not a symbolic link or file ({exc.strerror})") from None
+        self._dirs[relative] = fd
+        return fd
+
+    def _undo(self) -> None:
+        # Cleanup after a failure: the error that caused it is the one to report, not these.
+        for parent, temporary, _name, _relative in self._staged:
+            with suppress(OSError):
+                os.unlink(temporary, dir_fd=parent)
+        for parent, name in reversed(self._made_dirs):
+            with suppress(OSError):
+                os.rmdir(name, dir_fd=parent)
+        for path in reversed(self._made_outdir):
+            with suppress(OSError):
+                os.rmdir(path)
+
+    @staticmethod
+    def _call(path: Path, function, *args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
