@@ -1,7 +1,8 @@
 """Write a set of files into an output directory the user named, without harming what is there.
 
-- Only files clusterforge wrote there before are replaced: MARKER in the directory lists them.
-  Any other file in the way is refused (naming it) unless ``force``; other files stay untouched.
+- Only files clusterforge wrote there before, unchanged since, are replaced: MARKER in the
+  directory lists them with their SHA-256. Any other file in the way (a user's, or one edited
+  since) is refused, naming it, unless ``force``; files not in the way stay untouched.
 - Every file is written to a fresh temporary beside it (O_CREAT|O_EXCL|O_NOFOLLOW under a random
   name, so a symbolic link planted at a predictable name is never followed) and renamed into place
   only once all of them are written: an error leaves no half-written tree, no temporary and no
@@ -14,6 +15,7 @@ Errors are UsageError naming the path and what was expected.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -27,6 +29,7 @@ from clusterforge.safe_read import MiB, read_bytes
 
 MARKER = ".clusterforge-output.json"
 MARKER_SCHEMA = "clusterforge.output/1"
+MARKER_MAX_BYTES = 16 * MiB  # a path and a digest per file written
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
@@ -34,14 +37,15 @@ _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os,
 def write_tree(outdir: str | os.PathLike[str], files: dict[str, str], *, force: bool = False) -> list[Path]:
     """Write {relative path: text} under outdir (created if missing); the paths written."""
     outdir = Path(outdir)
-    relatives = [_relative(name) for name in files]
-    _check_targets(outdir, relatives, force)
+    encoded = {_relative(name): text.encode("utf-8") for name, text in files.items()}
+    listed = _check_targets(outdir, list(encoded), force)
+    listed.update({str(relative): _digest(data) for relative, data in encoded.items()})
     with _Transaction(outdir) as tx:
-        for relative, text in zip(relatives, files.values(), strict=True):
-            tx.stage(relative, text.encode("utf-8"))
-        tx.stage(PurePosixPath(MARKER), _marker(_previously_listed(outdir, force) | {str(r) for r in relatives}))
+        for relative, data in encoded.items():
+            tx.stage(relative, data)
+        tx.stage(PurePosixPath(MARKER), _marker(listed))
         tx.commit()
-    return [outdir / relative for relative in relatives]
+    return [outdir / relative for relative in encoded]
 
 
 def _relative(name: str) -> PurePosixPath:
@@ -53,42 +57,43 @@ def _relative(name: str) -> PurePosixPath:
     return path
 
 
-def _listed(outdir: Path) -> set[str]:
-    """The files MARKER says clusterforge wrote in outdir (none when there is no marker)."""
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _listed(outdir: Path) -> dict[str, str]:
+    """{relative path: sha256} of the files MARKER says clusterforge wrote in outdir ({} without one)."""
     marker = outdir / MARKER
     if not os.path.lexists(marker):
-        return set()
+        return {}
     try:
-        data = json.loads(read_bytes(marker, MiB, follow_symlinks=False))
+        data = json.loads(read_bytes(marker, MARKER_MAX_BYTES, follow_symlinks=False))
     except (ValueError, RecursionError):
         data = None
     files = data.get("files") if isinstance(data, dict) and data.get("schema") == MARKER_SCHEMA else None
-    if not isinstance(files, list) or not all(isinstance(name, str) for name in files):
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise UsageError(f"{marker}: not clusterforge's list of written files; remove it or pass --force")
-    return set(files)
+    return files
 
 
-def _previously_listed(outdir: Path, force: bool) -> set[str]:
-    """What the new marker keeps of the old one: --force also replaces a marker that is not ours."""
-    try:
-        return _listed(outdir)
-    except UsageError:
-        if force:
-            return set()
-        raise
-
-
-def _marker(files: set[str]) -> bytes:
-    document = {"schema": MARKER_SCHEMA, "written_by": "clusterforge", "files": sorted(files)}
+def _marker(files: dict[str, str]) -> bytes:
+    document = {"schema": MARKER_SCHEMA, "written_by": "clusterforge", "files": dict(sorted(files.items()))}
     return (json.dumps(document, indent=2) + "\n").encode("utf-8")
 
 
-def _check_targets(outdir: Path, relatives: list[PurePosixPath], force: bool) -> None:
-    """Refuse, before anything is written, paths that are not ours to replace."""
+def _check_targets(outdir: Path, relatives: list[PurePosixPath], force: bool) -> dict[str, str]:
+    """Refuse, before anything is written, paths that are not ours to replace: a file MARKER does
+    not list, or one changed since (a user's edit). With force only links and directories in the
+    way are refused. What MARKER lists now."""
     if os.path.lexists(outdir) and not outdir.is_dir():
         raise UsageError(f"{outdir}: exists and is not a directory; expected an output directory")
-    listed = None if force else _listed(outdir)
-    foreign = []
+    try:
+        listed = _listed(outdir)
+    except UsageError:
+        if not force:
+            raise
+        listed = {}
+    refused = []
     for relative in relatives:
         for parent in list(reversed(relative.parents))[1:]:
             _require_directory(outdir / parent)
@@ -101,14 +106,27 @@ def _check_targets(outdir: Path, relatives: list[PurePosixPath], force: bool) ->
             raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
         if stat.S_ISDIR(mode):
             raise UsageError(f"{target}: a directory is in the way of a file clusterforge writes")
-        if listed is not None and str(relative) not in listed:
-            foreign.append(str(target))
-    if foreign:
+        if force:
+            continue
+        if str(relative) not in listed or not stat.S_ISREG(mode):
+            refused.append(f"{target} (not written by clusterforge)")
+        elif _file_digest(target) != listed[str(relative)]:
+            refused.append(f"{target} (changed since clusterforge wrote it)")
+    if refused:
         raise UsageError(
-            f"refusing to replace {len(foreign)} file(s) clusterforge did not write ({outdir / MARKER} does not "
-            f"list them): {', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''}; "
-            "move them away or pass --force"
+            f"refusing to replace {len(refused)} file(s): {', '.join(refused[:5])}{' ...' if len(refused) > 5 else ''}"
+            f"; {outdir / MARKER} lists what clusterforge wrote there; move them away or pass --force"
         )
+    return listed
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _require_directory(path: Path) -> None:
