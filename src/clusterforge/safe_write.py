@@ -20,9 +20,11 @@ import json
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from clusterforge.errors import UsageError
 from clusterforge.safe_read import MiB, read_bytes
@@ -141,15 +143,25 @@ def _require_directory(path: Path) -> None:
 
 
 @dataclass
+class _Staged:
+    parent: int  # fd of the directory
+    temporary: str
+    name: str
+    relative: PurePosixPath
+    backup: str | None = None  # a hard link to the file it replaces, until the commit is done
+
+
+@dataclass
 class _Transaction:
-    """Temporaries written beside their targets, renamed into place by commit(); anything that
-    fails before the renames removes every temporary and directory it made."""
+    """Temporaries written beside their targets and renamed into place by commit(). A failure
+    before commit() removes every temporary and directory made; a rename that fails puts back
+    the files already replaced, so the directory is as it was."""
 
     outdir: Path
     _dirs: dict[PurePosixPath, int] = field(default_factory=dict)  # relative directory -> open fd
     _made_dirs: list[tuple[int, str]] = field(default_factory=list)  # (parent fd, name) created by us
     _made_outdir: list[Path] = field(default_factory=list)
-    _staged: list[tuple[int, str, str, PurePosixPath]] = field(default_factory=list)  # fd, temporary, name, path
+    _staged: list[_Staged] = field(default_factory=list)
     _committed: bool = False
 
     def __enter__(self) -> _Transaction:
@@ -168,18 +180,9 @@ class _Transaction:
 
     def stage(self, relative: PurePosixPath, data: bytes) -> None:
         parent = self._directory(relative.parent)
-        name = relative.name
         target = self.outdir / relative
-        while True:
-            temporary = f".{name}.{secrets.token_hex(6)}.partial"
-            try:
-                fd = os.open(temporary, _FILE_FLAGS, 0o644, dir_fd=parent)
-                break
-            except FileExistsError:
-                continue  # someone holds that name: draw another, never reuse it
-            except OSError as exc:
-                raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-        self._staged.append((parent, temporary, name, relative))
+        temporary, fd = self._fresh(target, "partial", lambda name: os.open(name, _FILE_FLAGS, 0o644, dir_fd=parent))
+        self._staged.append(_Staged(parent, temporary, relative.name, relative))
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -187,10 +190,50 @@ class _Transaction:
             raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
 
     def commit(self) -> None:
-        # The marker (staged last) goes first, so a file renamed into place is always listed.
-        for parent, temporary, name, relative in [self._staged[-1], *self._staged[:-1]]:
-            self._call(self.outdir / relative, os.replace, temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+        for entry in self._staged:
+            target = self.outdir / entry.relative
+            if os.path.lexists(target):
+                entry.backup, _ = self._fresh(target, "old", lambda name, e=entry: self._link(e, name))
+        done: list[_Staged] = []
+        try:
+            # The marker (staged last) goes first, so a file renamed into place is always listed.
+            for entry in [self._staged[-1], *self._staged[:-1]]:
+                self._call(
+                    self.outdir / entry.relative,
+                    os.replace,
+                    entry.temporary,
+                    entry.name,
+                    src_dir_fd=entry.parent,
+                    dst_dir_fd=entry.parent,
+                )
+                done.append(entry)
+        except UsageError:
+            for entry in reversed(done):
+                with suppress(OSError):
+                    if entry.backup:
+                        os.replace(entry.backup, entry.name, src_dir_fd=entry.parent, dst_dir_fd=entry.parent)
+                        entry.backup = None
+                    else:
+                        os.unlink(entry.name, dir_fd=entry.parent)
+            raise
         self._committed = True
+        self._drop_backups()
+
+    @staticmethod
+    def _link(entry: _Staged, name: str) -> None:
+        os.link(entry.name, name, src_dir_fd=entry.parent, dst_dir_fd=entry.parent, follow_symlinks=False)
+
+    @staticmethod
+    def _fresh(target: Path, kind: str, create: Callable[[str], Any]) -> tuple[str, Any]:
+        """create(name) at a new random name beside target; never reuses a name someone holds."""
+        while True:
+            name = f".{target.name}.{secrets.token_hex(6)}.{kind}"
+            try:
+                return name, create(name)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
 
     def _directory(self, relative: PurePosixPath) -> int:
         if relative in self._dirs:
@@ -208,11 +251,18 @@ class _Transaction:
         self._dirs[relative] = fd
         return fd
 
+    def _drop_backups(self) -> None:
+        for entry in self._staged:
+            if entry.backup:
+                with suppress(OSError):
+                    os.unlink(entry.backup, dir_fd=entry.parent)
+
     def _undo(self) -> None:
         # Cleanup after a failure: the error that caused it is the one to report, not these.
-        for parent, temporary, _name, _relative in self._staged:
+        for entry in self._staged:
             with suppress(OSError):
-                os.unlink(temporary, dir_fd=parent)
+                os.unlink(entry.temporary, dir_fd=entry.parent)
+        self._drop_backups()
         for parent, name in reversed(self._made_dirs):
             with suppress(OSError):
                 os.rmdir(name, dir_fd=parent)
