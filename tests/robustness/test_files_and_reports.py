@@ -14,6 +14,7 @@ import os
 import resource
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -191,6 +192,21 @@ def test_deep_nesting_is_refused(tmp_path, capsys, depth):
     (results / "gpu01.json").write_text(text)
     code, _out, err = clusterforge(capsys, "report", results, "-o", tmp_path / "out")
     assert_refused(code, err, results / "gpu01.json", "nested too deeply")
+
+
+def test_text_utf8_cannot_hold_is_refused(tmp_path, capsys):
+    results = run_dir(tmp_path)
+    (results / "gpu01.json").write_text(json.dumps(HOST).replace('"host": "gpu01"', '"host": "gpu\\ud800"'))
+    code, _out, err = clusterforge(capsys, "report", results, "-o", tmp_path / "out")
+    assert_refused(code, err, results / "gpu01.json", "lone surrogate")
+
+
+def test_control_characters_from_a_tool_still_give_parseable_junit(tmp_path, capsys):
+    host = put(HOST, "results[0].checks[0].message", "\x1b[31mslow\x1b[0m \x00\x07")
+    code, _out, err = clusterforge(capsys, "report", run_dir(tmp_path, host=host), "-o", tmp_path / "out")
+    assert (code, err) == (0, "")
+    junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
+    assert "slow" in junit.find(".//system-out").text
 
 
 # --- report: what is in the results directory ---------------------------------------------------

@@ -20,6 +20,7 @@ import html
 import json
 import math
 import os
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -214,6 +215,9 @@ def run_document(run: Run) -> dict[str, Any]:
 # --- JUnit XML ----------------------------------------------------------------------------------
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
@@ -253,7 +257,10 @@ def junit_xml(run: Run) -> str:
     suites.set("errors", "0")
     suites.set("skipped", str(all_skipped))
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    # ElementTree writes control characters (a tool's colour codes, a NUL) as they are, which no
+    # XML parser accepts: replace them in the serialised text, where they can only be content.
+    document = _NOT_XML.sub("\ufffd", ET.tostring(suites, encoding="unicode"))
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + document + "\n"
 
 
 # --- HTML ---------------------------------------------------------------------------------------

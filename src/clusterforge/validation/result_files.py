@@ -2,7 +2,7 @@
 
 A run directory may come from any inventory, be copied around or be edited by hand, so each file
 is read as a regular file of bounded size (never a FIFO, device or a symbolic link out of the
-directory), parsed as strict JSON (no NaN or Infinity, bounded nesting) and validated against
+directory), parsed as strict JSON (no NaN or Infinity, bounded nesting, valid Unicode) and validated against
 the shapes below before the report uses it. Every problem is a UsageError that names the file
 and the field.
 
@@ -112,8 +112,7 @@ def read_json(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: expected a JSON object, found {type(data).__name__}")
-    if _deeper_than(data, MAX_DEPTH):
-        raise UsageError(f"{path}: nested too deeply; expected at most {MAX_DEPTH} levels")
+    _check_values(data, path)
     return data
 
 
@@ -128,16 +127,24 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _deeper_than(data: Any, limit: int) -> bool:
-    """Whether containers nest more than limit levels (iterative: no recursion to exhaust)."""
+def _check_values(data: Any, path: Path) -> None:
+    """Refuse nesting deeper than MAX_DEPTH and text UTF-8 cannot hold (a lone surrogate from a
+    \\ud800 escape), which the report could not print or write. Iterative: no recursion to exhaust."""
     stack = [(data, 1)]
     while stack:
         value, depth = stack.pop()
-        if isinstance(value, dict | list):
-            if depth > limit:
-                return True
-            stack.extend((item, depth + 1) for item in (value.values() if isinstance(value, dict) else value))
-    return False
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise UsageError(
+                    f"{path}: text with a lone surrogate ({value[:40]!a}); expected valid Unicode"
+                ) from None
+        elif isinstance(value, dict | list):
+            if depth > MAX_DEPTH:
+                raise UsageError(f"{path}: nested too deeply; expected at most {MAX_DEPTH} levels")
+            items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items)
 
 
 def _validate(model: type[BaseModel], data: dict[str, Any], path: Path) -> None:
