@@ -18,9 +18,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from clusterforge import cli, errors
 from clusterforge.safe_write import MARKER
+from clusterforge.validation import report
 from clusterforge.validation.result_files import HOST_SCHEMA, RUN_SCHEMA
 from tests.integration.conftest import ansible_playbook, local_inventory
 from tests.paths import PROJECT
@@ -207,6 +210,43 @@ def test_control_characters_from_a_tool_still_give_parseable_junit(tmp_path, cap
     assert (code, err) == (0, "")
     junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
     assert "slow" in junit.find(".//system-out").text
+
+
+def locations(value, prefix: str = "") -> list[str]:
+    """Every field location in a document, as put() takes them."""
+    if isinstance(value, dict):
+        items = [(f"{prefix}.{key}" if prefix else str(key), item) for key, item in value.items()]
+    elif isinstance(value, list):
+        items = [(f"{prefix}[{index}]", item) for index, item in enumerate(value)]
+    else:
+        return []
+    return [found for location, item in items for found in (location, *locations(item, location))]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    which=st.sampled_from(["host", "run"]),
+    index=st.integers(min_value=0),
+    value=JSON_VALUES,
+)
+def test_any_value_anywhere_is_reported_or_refused(tmp_path_factory, which, index, value):
+    """Whatever a field holds, the report is written or refused with a UsageError, never a crash."""
+    document = HOST if which == "host" else RUN
+    spots = locations(document)
+    changed = put(document, spots[index % len(spots)], value)
+    tmp = tmp_path_factory.mktemp("fuzz")
+    results = run_dir(tmp, **{which: changed})
+    try:
+        report.write_report(report.load_run(results), tmp / "out")
+    except errors.UsageError:
+        return
 
 
 # --- report: what is in the results directory ---------------------------------------------------
