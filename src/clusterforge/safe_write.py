@@ -6,7 +6,7 @@
 - Every file is written to a fresh temporary beside it (O_CREAT|O_EXCL|O_NOFOLLOW under a random
   name, so a symbolic link planted at a predictable name is never followed) and renamed into place
   only once all of them are written: an error leaves no half-written tree, no temporary and no
-  directory it created.
+  directory it created, and a failed rename puts back the files already replaced.
 - Directories are walked with O_NOFOLLOW from the output directory down, so a symbolic link inside
   it cannot send a file elsewhere.
 
@@ -39,7 +39,7 @@ _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os,
 def write_tree(outdir: str | os.PathLike[str], files: dict[str, str], *, force: bool = False) -> list[Path]:
     """Write {relative path: text} under outdir (created if missing); the paths written."""
     outdir = Path(outdir)
-    encoded = {_relative(name): text.encode("utf-8") for name, text in files.items()}
+    encoded = {_relative(name): _encode(outdir / name, text) for name, text in files.items()}
     listed = _check_targets(outdir, list(encoded), force)
     listed.update({str(relative): _digest(data) for relative, data in encoded.items()})
     with _Transaction(outdir) as tx:
@@ -57,6 +57,13 @@ def _relative(name: str) -> PurePosixPath:
     if str(path) == MARKER:
         raise UsageError(f"refusing to write {name!r}: clusterforge keeps its list of written files there")
     return path
+
+
+def _encode(path: Path, text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"cannot write {path}: {exc.reason} in {exc.object[exc.start : exc.end]!a}") from None
 
 
 def _digest(data: bytes) -> str:

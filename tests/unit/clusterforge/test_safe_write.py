@@ -88,3 +88,9 @@ def test_force_replaces_foreign_files_but_never_writes_through_a_link(tmp_path):
     with pytest.raises(UsageError, match="a symbolic link; expected a directory"):
         safe_write.write_tree(out, FILES, force=True)
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_text_utf8_cannot_hold_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(UsageError, match=r"cannot write .*b\.txt: surrogates not allowed"):
+        safe_write.write_tree(tmp_path / "out", {"a.txt": "a\n", "b.txt": "\ud800"})
+    assert not (tmp_path / "out").exists()
