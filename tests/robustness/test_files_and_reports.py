@@ -97,7 +97,7 @@ def assert_refused(code: int, err: str, *named: object) -> None:
 
 def run_dir(tmp_path: Path, host: dict | None = None, run: dict | None = None) -> Path:
     directory = tmp_path / "results"
-    directory.mkdir()
+    directory.mkdir(parents=True)
     (directory / "gpu01.json").write_text(json.dumps(HOST if host is None else host))
     (directory / "_run.json").write_text(json.dumps(RUN if run is None else run))
     return directory
@@ -228,6 +228,26 @@ JSON_VALUES = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=6,
 )
+
+
+SIMPLE_VALUES = [None, 0, -1, 1e12 + 1, "", "x", [], [None], {}, {"x": None}, True]
+
+
+@pytest.mark.parametrize("which", ["host", "run"])
+def test_every_field_with_every_simple_value_is_reported_or_refused(tmp_path, which):
+    """Each field the result files have, set in turn to each of SIMPLE_VALUES: the report is written
+    or refused with a UsageError, never a crash."""
+    document = HOST if which == "host" else RUN
+    crashes = []
+    for number, (location, value) in enumerate((loc, val) for loc in locations(document) for val in SIMPLE_VALUES):
+        results = run_dir(tmp_path / str(number), **{which: put(document, location, value)})
+        try:
+            report.write_report(report.load_run(results), tmp_path / str(number) / "out")
+        except errors.UsageError:
+            pass
+        except Exception as exc:  # any other exception is the crash this test looks for
+            crashes.append(f"{location}={value!r}: {type(exc).__name__}: {exc}")
+    assert crashes == []
 
 
 @settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -322,7 +322,11 @@ def bandwidth_svg(points: list[Bandwidth], width: int = 860) -> str:
         colour = COLOURS.get(point.status, "#757575")
         parts.append(
             f'<g class="bar {html.escape(point.status)}"><title>{html.escape(label)}: {point.measured:.1f} GB/s'
-            + (f", floor {point.floor:.1f}, reference {point.reference:.1f}" if point.reference is not None else "")
+            + "".join(
+                f", {name} {value:.1f}"
+                for name, value in (("floor", point.floor), ("reference", point.reference))
+                if value is not None
+            )
             + f" ({html.escape(point.status)})</title>"
             f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">{html.escape(label)}</text>'
             f'<rect x="{label_w}" y="{y + 4}" width="{max(x(point.measured) - label_w, 1):.1f}" height="{row - 8}" '
