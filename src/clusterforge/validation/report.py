@@ -1,6 +1,7 @@
 """Reports of a validation run: one JSON document, JUnit XML and a self-contained HTML page.
 
-Input: the run directory playbooks/validate.yml writes on the controller,
+Input: the run directory playbooks/validate.yml writes on the controller (read as untrusted input
+and validated by clusterforge.validation.result_files),
 
     <report dir>/<run id>/<host>.json   {"schema": "clusterforge.validation.host/1", "host": ...,
                                          "results": [{"module": "gpu_check", "status": ...,
