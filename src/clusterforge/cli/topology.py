@@ -25,7 +25,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     commands.add_parser("validate", help="check the file; exit 4 with every problem if it is invalid")
     render = commands.add_parser("render", help="write Slurm, NCCL, Kubernetes, cabling, BOM and inventory files")
     render.add_argument(
-        "-o", "--output", required=True, metavar="OUTDIR", help="directory (files clusterforge did not write stay)"
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUTDIR",
+        help="directory (created; a file clusterforge did not write is never replaced)",
     )
     render.add_argument("--force", action="store_true", help="replace same-named files clusterforge did not write")
     draw = commands.add_parser("draw", help="draw the fabrics as SVG")
