@@ -20,18 +20,24 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from clusterforge.errors import EXIT_HOSTS_FAILED, EXIT_OK, UsageError
+from clusterforge.errors import EXIT_HOSTS_FAILED, EXIT_OK
+from clusterforge.safe_read import MiB, read_stream_text, read_text
 from clusterforge.validation import judges
 
 console = Console()
 COMMANDS = ("check", "report")
+
+# A saved command output: ibnetdiscover of a fabric of thousands of nodes is a few MiB.
+MAX_INPUT_BYTES = 64 * MiB
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     report = subparsers.add_parser("report", help="JSON, JUnit XML and HTML from a validation run's results")
     report.add_argument("results", metavar="RESULTS_DIR", help="a run directory of playbooks/validate.yml")
     report.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="directory to write to")
+    report.add_argument("--force", action="store_true", help="replace same-named files clusterforge did not write")
     check = subparsers.add_parser("check", help="judge saved command outputs as the node checks do")
     commands = check.add_subparsers(dest="check_command", required=True, parser_class=type(check))
     judge = commands.add_parser(
@@ -69,10 +75,11 @@ def _report(args: argparse.Namespace) -> int:
     from clusterforge.validation.report import load_run, write_report
 
     run_ = load_run(args.results)
-    written = write_report(run_, args.output)
+    written = write_report(run_, args.output, force=args.force)
+    # markup=False: paths, run ids and host text are data, never Rich markup.
     for path in written.values():
-        console.print(str(path), highlight=False, soft_wrap=True)
-    console.print(f"run {run_.run_id}: {run_.status} ({len(run_.nodes)} nodes)", highlight=False)
+        console.print(str(path), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"run {run_.run_id}: {run_.status} ({len(run_.nodes)} nodes)", markup=False, highlight=False)
     return EXIT_OK
 
 
@@ -87,13 +94,11 @@ def keys_text() -> str:
 
 
 def _read(path: str) -> str:
+    """A saved output: a regular file of at most MAX_INPUT_BYTES (a FIFO or device would hang or
+    fill memory), or standard input for '-'."""
     if path == "-":
-        return sys.stdin.read()
-    try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        return read_stream_text(sys.stdin.buffer, MAX_INPUT_BYTES)
+    return read_text(path, MAX_INPUT_BYTES)
 
 
 def _judge(args: argparse.Namespace) -> int:
@@ -115,13 +120,15 @@ def _judge(args: argparse.Namespace) -> int:
         # allow_nan=False: NaN and Infinity are not JSON, and a consumer's parser would reject them.
         sys.stdout.write(json.dumps(document, indent=2, default=str, allow_nan=False) + "\n")
     else:
-        table = Table(title=f"{kind}: {args.file}")
+        # Text(): what the file and the judges say is shown as it is, never read as Rich markup.
+        table = Table(title=Text(f"{kind}: {args.file}"))
         for column in ("check", "status", "measured", "expected", "message"):
             table.add_column(column, overflow="fold")
         for r in results:
-            table.add_row(r.check, r.status, _short(r.measured), _short(r.expected), r.message)
+            cells = (r.check, r.status, _short(r.measured), _short(r.expected), r.message)
+            table.add_row(*(Text(str(cell)) for cell in cells))
         console.print(table)
-        console.print(f"status: {status}", highlight=False)
+        console.print(f"status: {status}", markup=False, highlight=False)
     return EXIT_HOSTS_FAILED if status == "fail" else EXIT_OK
 
 

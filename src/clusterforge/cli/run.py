@@ -20,7 +20,7 @@ from clusterforge.runner import report as run_report
 from clusterforge.runner.process import CancelOnSignal
 from clusterforge.runner.progress import choose
 from clusterforge.runner.record import RunRecorder
-from clusterforge.runner.text import plain
+from clusterforge.text import plain
 
 console = Console()
 

@@ -25,7 +25,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     show.add_argument("--json", action="store_true", help="print the summary as stable JSON")
     commands.add_parser("validate", help="check the file; exit 4 with every problem if it is invalid")
     render = commands.add_parser("render", help="write Slurm, NCCL, Kubernetes, cabling, BOM and inventory files")
-    render.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="directory (other files stay)")
+    render.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUTDIR",
+        help="directory (created; a file clusterforge did not write is never replaced)",
+    )
+    render.add_argument("--force", action="store_true", help="replace same-named files clusterforge did not write")
     draw = commands.add_parser("draw", help="draw the fabrics as SVG")
     draw.add_argument("-o", "--output", default="fabric.svg", metavar="SVG", help="file to write (default fabric.svg)")
     draw.add_argument("--fabric", help="fabric to draw (default: the fabric that carries GPU traffic)")
@@ -133,16 +140,12 @@ def _core_reach(reach: dict[str, int] | None) -> str:
 
 
 def _render(plan: ClusterPlan, args: argparse.Namespace) -> int:
-    from clusterforge.topology.render import write_files
+    from clusterforge.safe_write import write_tree
 
-    rendered = _rendered(plan)
-    try:
-        written = write_files(rendered, args.output)
-    except OSError as exc:
-        raise UsageError(f"cannot write to {args.output}: {exc.strerror or exc}") from None
+    written = write_tree(args.output, _rendered(plan), force=args.force)
     for path in written:
-        console.print(str(path), highlight=False, soft_wrap=True)
-    console.print(f"{len(written)} files written to {args.output}", highlight=False, soft_wrap=True)
+        console.print(str(path), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"{len(written)} files written to {args.output}", markup=False, highlight=False, soft_wrap=True)
     return 0
 
 

@@ -29,7 +29,7 @@ from clusterforge.runner import artifacts, extravars
 from clusterforge.runner import inventory as run_inventory
 from clusterforge.runner.process import Supervisor
 from clusterforge.runner.record import RunRecorder
-from clusterforge.runner.text import plain
+from clusterforge.text import plain
 
 # Playbooks that are not stages of site.yml but run by name.
 NAMED_PLAYBOOKS = {"rolling-update": "rolling_update.yml"}

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from clusterforge.runner.record import RunRecorder
-from clusterforge.runner.text import plain
+from clusterforge.text import plain
 
 
 def _clock(seconds: float) -> str:

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clusterforge.runner.text import xml_safe
+from clusterforge.text import xml_safe
 
 if TYPE_CHECKING:
     from clusterforge.runner.playbook import RunResult

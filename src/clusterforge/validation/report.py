@@ -1,6 +1,7 @@
 """Reports of a validation run: one JSON document, JUnit XML and a self-contained HTML page.
 
-Input: the run directory playbooks/validate.yml writes on the controller,
+Input: the run directory playbooks/validate.yml writes on the controller (read as untrusted input
+and validated by clusterforge.validation.result_files),
 
     <report dir>/<run id>/<host>.json   {"schema": "clusterforge.validation.host/1", "host": ...,
                                          "results": [{"module": "gpu_check", "status": ...,
@@ -22,6 +23,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -29,10 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.errors import UsageError
+from clusterforge.safe_write import write_tree
+from clusterforge.text import xml_safe
 from clusterforge.validation.host_verdict import counts_against, crashed, host_verdict, verdicts
+from clusterforge.validation.result_files import HOST_SCHEMA as HOST_SCHEMA  # re-exported: the report's input
+from clusterforge.validation.result_files import RUN_SCHEMA as RUN_SCHEMA
+from clusterforge.validation.result_files import read_host_file, read_run_file
 
-HOST_SCHEMA = "clusterforge.validation.host/1"
-RUN_SCHEMA = "clusterforge.validation.run/1"
 REPORT_SCHEMA = "clusterforge.validation.report/1"
 STATUSES = verdicts.STATUSES
 # A node's status besides the check verdicts: it could not be reached, so nothing says it is good.
@@ -109,18 +114,6 @@ class Run:
         return self.run.get("verdict") or {}
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: expected a JSON object")
-    return data
-
-
 def _checks_of(host: str, record: dict[str, Any], cleared: set[str]) -> list[Check]:
     module = str(record.get("module") or "unknown")
     scope = record.get("scope")
@@ -165,12 +158,13 @@ def _bandwidth_of(host: str, record: dict[str, Any]) -> Bandwidth | None:
 
 
 def load_run(results_dir: str | Path) -> Run:
-    """Read a run directory; UsageError names the file and what was expected."""
+    """Read a run directory; UsageError names the file, the field and what was expected
+    (clusterforge.validation.result_files)."""
     directory = Path(results_dir)
     if not directory.is_dir():
         raise UsageError(f"results directory not found: {directory}")
     run_file = directory / "_run.json"
-    run = _read_json(run_file) if run_file.is_file() else {}
+    run = read_run_file(run_file) if os.path.lexists(run_file) else {}
     cleared = set((run.get("verdict") or {}).get("cleared") or ())
     files = sorted(p for p in directory.glob("*.json") if not p.name.startswith("_"))
     if not files:
@@ -178,20 +172,10 @@ def load_run(results_dir: str | Path) -> Run:
     nodes, bandwidth = [], []
     run_ids = set()
     for path in files:
-        data = _read_json(path)
-        if data.get("schema") != HOST_SCHEMA:
-            raise UsageError(f"{path}: schema {data.get('schema')!r}, expected {HOST_SCHEMA!r}")
-        host = str(data.get("host") or path.stem)
-        results = data.get("results")
-        if not isinstance(results, list):
-            raise UsageError(f"{path}: 'results' must be a list of module results")
-        unreachable = data.get("unreachable")
-        if unreachable is not None and not isinstance(unreachable, str):
-            raise UsageError(f"{path}: 'unreachable' must be the reason (a string) or null, got {unreachable!r}")
-        node = Node(host, data.get("node_type"), cleared=cleared, unreachable=unreachable)
-        for record in results:
-            if not isinstance(record, dict):
-                raise UsageError(f"{path}: a result is not an object: {record!r}")
+        data = read_host_file(path)
+        host = data.get("host") or path.stem
+        node = Node(host, data.get("node_type"), cleared=cleared, unreachable=data.get("unreachable"))
+        for record in data["results"]:
             node.records.append(record)
             node.checks.extend(_checks_of(host, record, cleared))
             point = _bandwidth_of(host, record)
@@ -199,8 +183,8 @@ def load_run(results_dir: str | Path) -> Run:
                 bandwidth.append(point)
         nodes.append(node)
         if data.get("run_id"):
-            run_ids.add(str(data["run_id"]))
-    run_id = str(run.get("run_id") or (sorted(run_ids)[0] if run_ids else directory.name))
+            run_ids.add(data["run_id"])
+    run_id = run.get("run_id") or (sorted(run_ids)[0] if run_ids else directory.name)
     return Run(run_id, str(directory), nodes, bandwidth, run)
 
 
@@ -289,7 +273,10 @@ def junit_xml(run: Run) -> str:
     suites.set("errors", str(all_errors))
     suites.set("skipped", str(all_skipped))
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    # ElementTree writes control characters (a tool's colour codes, a NUL) as they are, which no
+    # XML parser accepts: replace them in the serialised text, where they can only be content.
+    document = xml_safe(ET.tostring(suites, encoding="unicode"))
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + document + "\n"
 
 
 # --- HTML ---------------------------------------------------------------------------------------
@@ -352,7 +339,11 @@ def bandwidth_svg(points: list[Bandwidth], width: int = 860) -> str:
         colour = COLOURS.get(point.status, "#757575")
         parts.append(
             f'<g class="bar {html.escape(point.status)}"><title>{html.escape(label)}: {point.measured:.1f} GB/s'
-            + (f", floor {point.floor:.1f}, reference {point.reference:.1f}" if point.reference is not None else "")
+            + "".join(
+                f", {name} {value:.1f}"
+                for name, value in (("floor", point.floor), ("reference", point.reference))
+                if value is not None
+            )
             + f" ({html.escape(point.status)})</title>"
             f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">{html.escape(label)}</text>'
             f'<rect x="{label_w}" y="{y + 4}" width="{max(x(point.measured) - label_w, 1):.1f}" height="{row - 8}" '
@@ -441,19 +432,14 @@ def html_page(run: Run) -> str:
     )
 
 
-def write_report(run: Run, outdir: str | Path) -> dict[str, Path]:
-    """report.json, junit.xml and report.html in outdir (created)."""
-    out = Path(outdir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        written = {
-            "json": out / "report.json",
-            "junit": out / "junit.xml",
-            "html": out / "report.html",
-        }
-        written["json"].write_text(json.dumps(run_document(run), indent=2, default=str) + "\n", encoding="utf-8")
-        written["junit"].write_text(junit_xml(run), encoding="utf-8")
-        written["html"].write_text(html_page(run), encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
-    return written
+def write_report(run: Run, outdir: str | Path, *, force: bool = False) -> dict[str, Path]:
+    """report.json, junit.xml and report.html in outdir (created), written by clusterforge.safe_write:
+    files there that clusterforge did not write are refused unless force."""
+    names = {"json": "report.json", "junit": "junit.xml", "html": "report.html"}
+    texts = {
+        names["json"]: json.dumps(run_document(run), indent=2, default=str) + "\n",
+        names["junit"]: junit_xml(run),
+        names["html"]: html_page(run),
+    }
+    write_tree(outdir, texts, force=force)
+    return {kind: Path(outdir) / name for kind, name in names.items()}

@@ -2,15 +2,15 @@
 cabling plan, the bill of materials, a static Ansible inventory and the summary.
 
 Each module is a pure function of the ClusterPlan; `files(plan)` gives every output as
-{relative path: text} and `write_all` writes them. The cabling plan, the BOM and the
+{relative path: text} and `write_all` writes them with clusterforge.safe_write. The cabling plan, the BOM and the
 summary count links: give them a plan from `load(path)`, not `load(path, links=False)`."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from clusterforge.safe_write import write_tree
 from clusterforge.topology import ClusterPlan
 from clusterforge.topology.render import bom, cabling, k8s_labels, nccl, slurm, static_inventory
 
@@ -29,21 +29,7 @@ def files(plan: ClusterPlan) -> dict[str, str]:
     return found
 
 
-def write_all(plan: ClusterPlan, outdir: str | Path) -> list[Path]:
-    """Write every output under `outdir`; a renderer error leaves the directory untouched."""
-    return write_files(files(plan), outdir)
-
-
-def write_files(rendered: dict[str, str], outdir: str | Path) -> list[Path]:
-    """Write {relative path: text} under `outdir`, replacing only those files; other files
-    there stay. Each file is replaced whole, so a reader never sees half of one."""
-    outdir = Path(outdir)
-    written = []
-    for relative, text in rendered.items():
-        path = outdir / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.partial")
-        partial.write_text(text)
-        os.replace(partial, path)
-        written.append(path)
-    return written
+def write_all(plan: ClusterPlan, outdir: str | Path, *, force: bool = False) -> list[Path]:
+    """Write every output under `outdir` (clusterforge.safe_write: files it did not write there are
+    refused unless force, other files stay); a renderer error leaves the directory untouched."""
+    return write_tree(outdir, files(plan), force=force)

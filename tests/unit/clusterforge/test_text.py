@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from clusterforge.runner.text import plain, xml_safe
+from clusterforge.text import plain, xml_safe
 
 
 def test_plain_drops_escape_sequences_and_control_characters():
