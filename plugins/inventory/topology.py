@@ -64,6 +64,7 @@ compose:
 from ansible.errors import AnsibleParserError
 from ansible.inventory.helpers import get_group_vars
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
+from ansible.template import trust_as_template
 from ansible.utils.vars import combine_vars
 
 try:
@@ -77,9 +78,9 @@ else:
 
 class InventoryModule(BaseInventoryPlugin, Constructable):
     NAME = "topology"
-    # The topology file is written by the cluster's operators, like a YAML inventory, and its
-    # values (ansible.vars included) are trusted as the yaml and toml plugins trust theirs.
-    trusted_by_default = True
+    # Values are plain data unless parse() marks them: the file's path, for one, may hold "{{"
+    # (a directory name), and a play reading clusterforge_topology_file must not run it.
+    trusted_by_default = False
 
     def verify_file(self, path):
         return super().verify_file(path) and path.endswith((".topology.yml", ".topology.yaml"))
@@ -97,6 +98,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         except TopologyError as exc:
             raise AnsibleParserError(f"invalid topology:\n{exc}") from None
         data = build(plan)
+        # ansible.vars are the file's content, written by the cluster's operators like a YAML
+        # inventory: templates in them run, as the yaml plugin trusts its values.
+        for name in plan.topology.ansible.vars:
+            data.all_vars[name] = _trusted(data.all_vars[name])
         self._populate(data)
 
     def _populate(self, data):
@@ -135,3 +140,14 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             self._set_composite_vars(self.get_option("compose"), variables, name, strict=strict)
             self._add_host_to_composed_groups(self.get_option("groups"), variables, name, strict=strict)
             self._add_host_to_keyed_groups(self.get_option("keyed_groups"), variables, name, strict=strict)
+
+
+def _trusted(value):
+    """`value` with every string in it trusted as a template."""
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {key: _trusted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_trusted(item) for item in value]
+    return value

@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 
 from clusterforge import __version__
 from clusterforge.cli import check as check_cli
@@ -47,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
             return check_cli.run(args)
         return run_cli.run(args)
     except ClusterforgeError as exc:
-        err_console.print(f"[bold red]clusterforge: error:[/] {exc}", highlight=False, soft_wrap=True)
+        # The message quotes input (patterns, names, paths): escaped, Rich shows it as it is.
+        err_console.print(f"[bold red]clusterforge: error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return exc.exit_code
     except KeyboardInterrupt:
         err_console.print("clusterforge: interrupted")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from clusterforge.errors import UsageError
@@ -99,8 +100,8 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
         fabrics.add_column(column)
     for name, fabric in summary["fabrics"].items():
         fabrics.add_row(
-            name,
-            f"{fabric['purpose']}, {fabric['link_layer']}, {fabric['topology']}, {fabric['switch_model']}",
+            escape(name),
+            escape(f"{fabric['purpose']}, {fabric['link_layer']}, {fabric['topology']}, {fabric['switch_model']}"),
             _counts(fabric["switches"]),
             _counts(fabric["links"]),
             _counts(fabric["cables"]),
@@ -116,7 +117,7 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
 
 
 def _counts(counts: dict[str, int]) -> str:
-    return "\n".join(f"{name}: {count}" for name, count in counts.items()) or "-"
+    return escape("\n".join(f"{name}: {count}" for name, count in counts.items())) or "-"
 
 
 def _render(plan: ClusterPlan, args: argparse.Namespace) -> int:
@@ -128,8 +129,8 @@ def _render(plan: ClusterPlan, args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write to {args.output}: {exc.strerror or exc}") from None
     for path in written:
-        console.print(str(path), highlight=False, soft_wrap=True)
-    console.print(f"{len(written)} files written to {args.output}", highlight=False, soft_wrap=True)
+        console.print(str(path), highlight=False, soft_wrap=True, markup=False)
+    console.print(f"{len(written)} files written to {args.output}", highlight=False, soft_wrap=True, markup=False)
     return 0
 
 
@@ -146,16 +147,16 @@ def _draw(plan: ClusterPlan, args: argparse.Namespace) -> int:
         path.write_text(svg)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    console.print(f"drawing written to {path}", highlight=False, soft_wrap=True)
+    console.print(f"drawing written to {path}", highlight=False, soft_wrap=True, markup=False)
     return 0
 
 
 def _count_table(title: str, columns: tuple[str, str], counts: dict, total: int) -> Table:
     """A count per name and a bold total row."""
-    table = Table(title=title)
+    table = Table(title=escape(title))
     table.add_column(columns[0])
     table.add_column(columns[1], justify="right")
     for name, count in counts.items():
-        table.add_row(name, str(count))
+        table.add_row(escape(name), str(count))
     table.add_row("total", str(total), style="bold")
     return table

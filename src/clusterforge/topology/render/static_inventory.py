@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from clusterforge.topology import ClusterPlan
 from clusterforge.topology.inventory import build
-from clusterforge.topology.render.common import dump_yaml, generated_by
+from clusterforge.topology.render.common import PlainData, dump_yaml, generated_by
 
 
 def inventory_yaml(plan: ClusterPlan) -> str:
-    document = build(plan).to_yaml_dict()  # each group and each host's variables once
+    data = build(plan)
+    # The path is not the file's content: a directory named "{{ ... }}" must stay text for the yaml plugin.
+    path = data.all_vars["clusterforge_topology_file"]
+    if "{" in path:
+        data.all_vars["clusterforge_topology_file"] = PlainData(path)
+    document = data.to_yaml_dict()  # each group and each host's variables once
     header = f"# Ansible inventory for cluster {plan.topology.cluster.name}, {generated_by(plan)}\n"
     return header + dump_yaml(document)
 
