@@ -92,11 +92,13 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
                 f"{path}: the topology inventory plugin needs the clusterforge package "
                 f"(pip install clusterforge): {CLUSTERFORGE_IMPORT_ERROR}"
             )
-        self._read_config_data(path)
+        # clusterforge's loader first: its limits (size, depth, repeated keys) come before
+        # Ansible's YAML loader reads the file for the constructed options.
         try:
             plan = load(path, links=False)
         except TopologyError as exc:
             raise AnsibleParserError(f"invalid topology:\n{exc}") from None
+        self._read_config_data(path)
         data = build(plan)
         # ansible.vars are the file's content, written by the cluster's operators like a YAML
         # inventory: templates in them run, as the yaml plugin trusts its values.

@@ -13,7 +13,7 @@ from clusterforge.errors import UsageError
 from clusterforge.lab import spec
 from clusterforge.lab.image import BUILDERS
 from clusterforge.paths import project_dir
-from clusterforge.topology import TopologyError
+from clusterforge.topology import TopologyError, load
 
 console = Console()
 
@@ -70,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
         if not source.is_file():
             raise UsageError(f"lab topology not found: {source}")
         try:
-            cluster.prepare(source, size, args.name)  # validate before touching Docker
+            # Validate before touching Docker: the file as given first, so that errors name it
+            # and its lines, then (prepare) the lab's sized copy.
+            load(source, links=False)
+            cluster.prepare(source, size, args.name)
         except TopologyError as exc:
             raise UsageError(str(exc)) from None
         client = engine.connect()
