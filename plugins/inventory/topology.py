@@ -76,10 +76,16 @@ else:
     CLUSTERFORGE_IMPORT_ERROR = None
 
 
+# The variables set from the file's content (names, addresses, ansible.vars) are trusted templates,
+# as a YAML inventory's values are: the cluster's operators write the file. These do not come
+# from the content: a directory named "{{ lookup('pipe', ...) }}" must not run when a play
+# reads the path. ansible-inventory --list shows them as {"__ansible_unsafe": ...}.
+PLAIN_DATA = frozenset({"clusterforge_topology_file"})
+
+
 class InventoryModule(BaseInventoryPlugin, Constructable):
     NAME = "topology"
-    # Values are plain data unless parse() marks them: the file's path, for one, may hold "{{"
-    # (a directory name), and a play reading clusterforge_topology_file must not run it.
+    # Values are plain data unless _set() marks them trusted: see PLAIN_DATA.
     trusted_by_default = False
 
     def verify_file(self, path):
@@ -99,17 +105,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         except TopologyError as exc:
             raise AnsibleParserError(f"invalid topology:\n{exc}") from None
         self._read_config_data(path)
-        data = build(plan)
-        # ansible.vars are the file's content, written by the cluster's operators like a YAML
-        # inventory: templates in them run, as the yaml plugin trusts its values.
-        for name in plan.topology.ansible.vars:
-            data.all_vars[name] = _trusted(data.all_vars[name])
-        self._populate(data)
+        self._populate(build(plan))
 
     def _populate(self, data):
         inventory = self.inventory
         for name, value in data.all_vars.items():
-            inventory.set_variable("all", name, value)
+            self._set("all", name, value)
         for group in data.group_names():
             inventory.add_group(group)
         for parent, kids in data.children.items():
@@ -117,7 +118,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
                 inventory.add_child(parent, kid)
         for group, group_vars in data.group_vars.items():
             for name, value in group_vars.items():
-                inventory.set_variable(group, name, value)
+                self._set(group, name, value)
         # Every host in "all" first, in the topology's order: Ansible orders the hosts of
         # nested groups by set iteration (seed-dependent), so plays over "all" (rolling
         # batches) would otherwise take the hosts in a different order from run to run.
@@ -128,9 +129,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
                 inventory.add_host(host, group=group)
         for host, host_vars in data.host_vars.items():
             for name, value in host_vars.items():
-                inventory.set_variable(host, name, value)
+                self._set(host, name, value)
         if self.get_option("compose") or self.get_option("groups") or self.get_option("keyed_groups"):
             self._construct(data)
+
+    def _set(self, entity, name, value):
+        self.inventory.set_variable(entity, name, value if name in PLAIN_DATA else _trusted(value))
 
     def _construct(self, data):
         strict = self.get_option("strict")
