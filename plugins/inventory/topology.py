@@ -69,23 +69,19 @@ from ansible.utils.vars import combine_vars
 
 try:
     from clusterforge.topology import TopologyError, load
-    from clusterforge.topology.inventory import build
+    from clusterforge.topology.inventory import PLAIN_DATA, build
 except ImportError as import_error:
     CLUSTERFORGE_IMPORT_ERROR: ImportError | None = import_error
 else:
     CLUSTERFORGE_IMPORT_ERROR = None
 
 
-# The variables set from the file's content (names, addresses, ansible.vars) are trusted templates,
-# as a YAML inventory's values are: the cluster's operators write the file. These do not come
-# from the content: a directory named "{{ lookup('pipe', ...) }}" must not run when a play
-# reads the path. ansible-inventory --list shows them as {"__ansible_unsafe": ...}.
-PLAIN_DATA = frozenset({"clusterforge_topology_file"})
-
-
 class InventoryModule(BaseInventoryPlugin, Constructable):
     NAME = "topology"
-    # Values are plain data unless _set() marks them trusted: see PLAIN_DATA.
+    # Variables from the file's content (names, addresses, ansible.vars) are trusted templates, as
+    # a YAML inventory's values are: the cluster's operators write the file. _set() marks them;
+    # PLAIN_DATA (the file's path) stays data, shown by ansible-inventory --list as
+    # {"__ansible_unsafe": ...}.
     trusted_by_default = False
 
     def verify_file(self, path):
