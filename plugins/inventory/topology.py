@@ -66,11 +66,12 @@ compose:
 from ansible.errors import AnsibleParserError
 from ansible.inventory.helpers import get_group_vars
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
+from ansible.template import trust_as_template
 from ansible.utils.vars import combine_vars
 
 try:
     from clusterforge.topology import TopologyError, load
-    from clusterforge.topology.inventory import build
+    from clusterforge.topology.inventory import PLAIN_DATA, build
 except ImportError as import_error:
     CLUSTERFORGE_IMPORT_ERROR: ImportError | None = import_error
 else:
@@ -79,9 +80,11 @@ else:
 
 class InventoryModule(BaseInventoryPlugin, Constructable):
     NAME = "topology"
-    # The topology file is written by the cluster's operators, like a YAML inventory, and its
-    # values (ansible.vars included) are trusted as the yaml and toml plugins trust theirs.
-    trusted_by_default = True
+    # Variables from the file's content (names, addresses, ansible.vars) are trusted templates, as
+    # a YAML inventory's values are: the cluster's operators write the file. _set() marks them;
+    # PLAIN_DATA (the file's path) stays data, shown by ansible-inventory --list as
+    # {"__ansible_unsafe": ...}.
+    trusted_by_default = False
 
     def verify_file(self, path):
         return super().verify_file(path) and path.endswith((".topology.yml", ".topology.yaml"))
@@ -93,18 +96,19 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
                 f"{path}: the topology inventory plugin needs the clusterforge package "
                 f"(pip install clusterforge): {CLUSTERFORGE_IMPORT_ERROR}"
             )
-        self._read_config_data(path)
+        # clusterforge's loader first: its limits (size, depth, repeated keys) come before
+        # Ansible's YAML loader reads the file for the constructed options.
         try:
             plan = load(path, links=False)
         except TopologyError as exc:
             raise AnsibleParserError(f"invalid topology:\n{exc}") from None
-        data = build(plan)
-        self._populate(data)
+        self._read_config_data(path)
+        self._populate(build(plan))
 
     def _populate(self, data):
         inventory = self.inventory
         for name, value in data.all_vars.items():
-            inventory.set_variable("all", name, value)
+            self._set("all", name, value)
         for group in data.group_names():
             inventory.add_group(group)
         for parent, kids in data.children.items():
@@ -112,7 +116,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
                 inventory.add_child(parent, kid)
         for group, group_vars in data.group_vars.items():
             for name, value in group_vars.items():
-                inventory.set_variable(group, name, value)
+                self._set(group, name, value)
         # Every host in "all" first, in the topology's order: Ansible orders the hosts of
         # nested groups by set iteration (seed-dependent), so plays over "all" (rolling
         # batches) would otherwise take the hosts in a different order from run to run.
@@ -123,9 +127,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
                 inventory.add_host(host, group=group)
         for host, host_vars in data.host_vars.items():
             for name, value in host_vars.items():
-                inventory.set_variable(host, name, value)
+                self._set(host, name, value)
         if self.get_option("compose") or self.get_option("groups") or self.get_option("keyed_groups"):
             self._construct(data)
+
+    def _set(self, entity, name, value):
+        self.inventory.set_variable(entity, name, value if name in PLAIN_DATA else _trusted(value))
 
     def _construct(self, data):
         strict = self.get_option("strict")
@@ -137,3 +144,14 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             self._set_composite_vars(self.get_option("compose"), variables, name, strict=strict)
             self._add_host_to_composed_groups(self.get_option("groups"), variables, name, strict=strict)
             self._add_host_to_keyed_groups(self.get_option("keyed_groups"), variables, name, strict=strict)
+
+
+def _trusted(value):
+    """`value` with every string in it trusted as a template."""
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {key: _trusted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_trusted(item) for item in value]
+    return value

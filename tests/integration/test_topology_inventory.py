@@ -29,7 +29,11 @@ def ansible(tool: str, *args: str, check: bool = True) -> subprocess.CompletedPr
 def _normalised_list(source: Path) -> dict:
     inventory = json.loads(ansible("ansible-inventory", "-i", str(source), "--list").stdout)
     for hostvars in inventory["_meta"]["hostvars"].values():
-        hostvars["clusterforge_topology_file"] = Path(hostvars["clusterforge_topology_file"]).name
+        path = hostvars["clusterforge_topology_file"]
+        # The plugin marks the path plain data, never a template (the static YAML has no mark).
+        if source.name.endswith(".topology.yml"):
+            path = path["__ansible_unsafe"]
+        hostvars["clusterforge_topology_file"] = Path(path).name
     return inventory
 
 

@@ -6,12 +6,14 @@ import argparse
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from clusterforge.errors import UsageError
 from clusterforge.lab import spec
 from clusterforge.lab.image import BUILDERS
 from clusterforge.paths import project_dir
+from clusterforge.topology import TopologyError, load
 
 console = Console()
 
@@ -67,7 +69,13 @@ def run(args: argparse.Namespace) -> int:
             size = args.size or spec.DEFAULT_SIZE
         if not source.is_file():
             raise UsageError(f"lab topology not found: {source}")
-        cluster.prepare(source, size, args.name)  # validate before touching Docker
+        try:
+            # Validate before touching Docker: the file as given first, so that errors name it
+            # and its lines, then (prepare) the lab's sized copy.
+            load(source, links=False)
+            cluster.prepare(source, size, args.name)
+        except TopologyError as exc:
+            raise UsageError(str(exc)) from None
         client = engine.connect()
         path = cluster.up(
             client,
@@ -77,10 +85,10 @@ def run(args: argparse.Namespace) -> int:
             lab_name=args.name,
             builder=args.builder,
             mirror=args.mirror,
-            log=console.print,
+            log=_log,
         )
         _print_status(cluster.status(client, args.name))
-        console.print(f"inventory: {path}", soft_wrap=True)
+        _log(f"inventory: {path}")
     elif args.lab_command == "image":
         spec.check_release(args.release)
         tag = image.ensure_image(
@@ -89,20 +97,25 @@ def run(args: argparse.Namespace) -> int:
             builder=args.builder,
             mirror=args.mirror,
             rebuild=args.rebuild,
-            log=console.print,
+            log=_log,
         )
-        console.print(f"image: {tag}")
+        _log(f"image: {tag}")
     elif args.lab_command == "status":
         nodes = cluster.status(engine.connect(), args.name)
         if not nodes:
-            console.print(f"lab {args.name!r} is not up (clusterforge lab up)")
+            _log(f"lab {args.name!r} is not up (clusterforge lab up)")
             return 1
         _print_status(nodes)
-        console.print(f"inventory: {cluster.inventory_path(args.name)}", soft_wrap=True)
+        _log(f"inventory: {cluster.inventory_path(args.name)}")
     else:
         removed = cluster.down(engine.connect(), args.name)
-        console.print(f"lab {args.name!r}: {removed} node(s) removed")
+        _log(f"lab {args.name!r}: {removed} node(s) removed")
     return 0
+
+
+def _log(message: str) -> None:
+    # Plain text: paths, lab and host names are not Rich markup.
+    console.print(message, soft_wrap=True, markup=False)
 
 
 def _print_status(nodes) -> None:
@@ -111,12 +124,9 @@ def _print_status(nodes) -> None:
         table.add_column(column)
     for node in nodes:
         table.add_row(
-            node.host,
-            node.group,
-            node.container,
-            node.state,
-            node.systemd,
-            node.address,
-            node.image,
+            *(
+                escape(str(value))
+                for value in (node.host, node.group, node.container, node.state, node.systemd, node.address, node.image)
+            )
         )
     console.print(table)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from clusterforge.errors import UsageError
@@ -112,8 +113,8 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
         if "global_ports" in fabric:
             links += "\nglobal ports: {used} of {available} used".format(**fabric["global_ports"])
         fabrics.add_row(
-            name,
-            f"{fabric['purpose']}, {fabric['link_layer']}, {fabric['topology']}, {fabric['switch_model']}",
+            escape(name),
+            escape(f"{fabric['purpose']}, {fabric['link_layer']}, {fabric['topology']}, {fabric['switch_model']}"),
             "\n".join(filter(None, (_counts(fabric["switches"]), _core_reach(fabric.get("cores_per_spine"))))),
             links,
             _counts(fabric["cables"]),
@@ -129,7 +130,7 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
 
 
 def _counts(counts: dict[str, int]) -> str:
-    return "\n".join(f"{name}: {count}" for name, count in counts.items()) or "-"
+    return escape("\n".join(f"{name}: {count}" for name, count in counts.items())) or "-"
 
 
 def _core_reach(reach: dict[str, int] | None) -> str:
@@ -162,16 +163,16 @@ def _draw(plan: ClusterPlan, args: argparse.Namespace) -> int:
         path.write_text(svg)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    console.print(f"drawing written to {path}", highlight=False, soft_wrap=True)
+    console.print(f"drawing written to {path}", highlight=False, soft_wrap=True, markup=False)
     return 0
 
 
 def _count_table(title: str, columns: tuple[str, str], counts: dict, total: int) -> Table:
     """A count per name and a bold total row."""
-    table = Table(title=title)
+    table = Table(title=escape(title))
     table.add_column(columns[0])
     table.add_column(columns[1], justify="right")
     for name, count in counts.items():
-        table.add_row(name, str(count))
+        table.add_row(escape(name), str(count))
     table.add_row("total", str(total), style="bold")
     return table

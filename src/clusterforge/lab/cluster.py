@@ -16,6 +16,7 @@ from clusterforge.errors import EnvironmentProblem, UsageError
 from clusterforge.lab import spec
 from clusterforge.lab.image import ensure_image
 from clusterforge.paths import state_dir
+from clusterforge.topology.source import printable
 
 LABEL_LAB = "org.clusterforge.lab"
 LABEL_HOST = "org.clusterforge.lab.host"
@@ -46,7 +47,8 @@ def prepare(source: Path, size: str | None, lab_name: str) -> list[spec.LabHost]
     target = inventory_path(lab_name)
     target.parent.mkdir(parents=True, exist_ok=True)
     candidate = target.with_name(".candidate.topology.yml")
-    header = f"# Written by `clusterforge lab up` from {source}; rewritten on every run.\n"
+    # printable(): a newline in the source's path would end the comment and add YAML of its own.
+    header = f"# Written by `clusterforge lab up` from {printable(str(source))}; rewritten on every run.\n"
     candidate.write_text(header + yaml.safe_dump(document, sort_keys=False))
     try:
         plan = topology.load(candidate)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from clusterforge.errors import UsageError
+from clusterforge.topology.source import load_yaml
 
 DEBIAN_RELEASES = ("trixie", "bookworm")
 DEFAULT_RELEASE = "trixie"
@@ -61,7 +60,7 @@ def sized_topology(source: Path, size: str | None, lab_name: str) -> dict:
     """The lab's topology document: `source` with the size's compute count (when a size is
     given) and Ansible reaching each host through its container."""
     check_lab_name(lab_name)
-    document = yaml.safe_load(source.read_text())
+    document, _ = load_yaml(source)  # the topology loader's limits: size, depth, encoding, repeated keys
     if not isinstance(document, dict):
         raise UsageError(f"{source}: expected a topology mapping")
     if size is not None:

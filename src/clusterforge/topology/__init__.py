@@ -15,7 +15,7 @@ from clusterforge.topology.expectations import NodeExpectations, derive
 from clusterforge.topology.fabric import FabricPlan, FabricSizeError, generate
 from clusterforge.topology.hosts import Host, expand_hosts
 from clusterforge.topology.model import Topology
-from clusterforge.topology.source import Location, TopologyError, describe, line_of, load_yaml
+from clusterforge.topology.source import Location, TopologyError, control_characters, describe, line_of, load_yaml
 
 __all__ = ["ClusterPlan", "Host", "NodeExpectations", "TopologyError", "load"]
 
@@ -133,6 +133,9 @@ def load(path: str | Path, links: bool = True) -> ClusterPlan:
 
     if not isinstance(data, dict):
         fail([((), "expected a mapping with cluster, sites, node_types, roles, fabrics, addressing")])
+    problems = control_characters(data, free_text=("ansible", "vars"))
+    if problems:
+        fail(problems)
     try:
         topology = Topology.model_validate(data)
     except ValidationError as exc:

@@ -9,7 +9,7 @@ from collections import Counter
 from clusterforge.topology.addressing import Subnet, overlapping
 from clusterforge.topology.fabric import rail_ports_fit
 from clusterforge.topology.hosts import Host
-from clusterforge.topology.model import MAX_HOSTS, Topology
+from clusterforge.topology.model import MAX_HOSTS, Topology, hostname_problem
 from clusterforge.topology.source import Location
 
 Problem = tuple[Location, str]
@@ -147,10 +147,13 @@ def hostnames(hosts: list[Host], topology: Topology) -> list[Problem]:
         problems.append(
             (("roles", role, "hostname"), f"produces {shown}, already produced by {source}; expected unique names")
         )
+    # Every name, not a sample: the real site names fill the template (one with '_' makes no host name).
+    wrong_roles: set[str] = set()
     for host in hosts:
-        if len(host.name) > 63:
-            problems.append((("roles", host.role, "hostname"), f"hostname {host.name} is longer than 63 characters"))
-            break
+        problem = hostname_problem(host.name) if host.role not in wrong_roles else None
+        if problem:
+            wrong_roles.add(host.role)
+            problems.append((("roles", host.role, "hostname"), problem))
     return problems
 
 

@@ -13,6 +13,10 @@ from clusterforge.topology.fabric import FabricPlan, Switch
 from clusterforge.topology.hosts import Host
 from clusterforge.topology.model import Topology
 
+# Variables that do not come from the file's content, unlike every other: Ansible must never
+# template them (a directory named "{{ lookup('pipe', ...) }}" would run on the controller).
+PLAIN_DATA = frozenset({"clusterforge_topology_file"})
+
 
 @dataclass
 class InventoryData:

@@ -7,7 +7,7 @@ import re
 import string
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from clusterforge.topology.groups import ORCHESTRATOR_GROUPS
 
@@ -15,7 +15,15 @@ from clusterforge.topology.groups import ORCHESTRATOR_GROUPS
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=40)]
 HOSTNAME_FIELDS = {"index", "unit", "slot", "site", "role"}
+NUMBER_FIELDS = {"index", "unit", "slot"}
 HOSTNAME_PATTERN = re.compile(r"[a-z][a-z0-9-]*[0-9]")
+HOSTNAME_MAX = 63  # one DNS label
+# The only format a hostname needs: an integer, zero-padded to at most 9 digits ({index:03d}).
+# str.format runs any other: a width of 10**8 builds 100 MB names, ',' adds commas that
+# --limit splits at, 'n' depends on the locale.
+NUMBER_SPEC = re.compile(r"(0[1-9])?d?")
+# Spreadsheets run a cell that starts with one of these as a formula (OWASP "CSV injection").
+FORMULA_START = ("=", "+", "-", "@")
 ROLES = ("head", "management", "login", "storage", "compute")
 RoleName = Literal["head", "management", "login", "storage", "compute"]
 FABRIC_KINDS = ("compute", "storage", "inband", "oob")
@@ -24,6 +32,56 @@ FABRIC_KINDS = ("compute", "storage", "inband", "oob")
 # Twice the largest clusters built today; they stop runaway sizes before anything is generated.
 MAX_HOSTS = 200_000
 MAX_SWITCHES = 50_000
+
+
+def hostname_problem(name: str) -> str | None:
+    """Why `name` is not a host name, or None."""
+    if len(name) > HOSTNAME_MAX:
+        return f"makes a name of {len(name)} characters ({name[:20]}...); expected at most {HOSTNAME_MAX}"
+    if not HOSTNAME_PATTERN.fullmatch(name):
+        return (
+            f"makes {name!r}: expected a host name of lower-case letters, digits and '-' "
+            "that starts with a letter and ends in the index"
+        )
+    return None
+
+
+def _parse_template(template: str, allowed: set[str], numbers: set[str]) -> list[tuple]:
+    """string.Formatter's parse of a template; ValueError unless each field is one of `allowed`,
+    with no conversion and no format spec other than NUMBER_SPEC on `numbers`."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ValueError(f"not a valid template: {exc}") from None
+    fields = [name for _, name, _, _ in parsed if name is not None]
+    unknown = set(fields) - allowed
+    if unknown:
+        raise ValueError(f"unknown field(s) {sorted(unknown)}; allowed: {', '.join(sorted(allowed))}")
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if conversion:
+            raise ValueError(f"{{{name}!{conversion}}}: a conversion is not allowed; expected {{{name}}}")
+        if spec and not (name in numbers and NUMBER_SPEC.fullmatch(spec)):
+            allowed_spec = (
+                f"{{{name}}}, {{{name}:d}} or zero-padding up to {{{name}:09d}}" if name in numbers else f"{{{name}}}"
+            )
+            raise ValueError(f"format {{{name}:{spec}}} is not allowed; expected {allowed_spec}")
+    return parsed
+
+
+def _no_formula(text: str) -> str:
+    if text.startswith(FORMULA_START):
+        raise ValueError(
+            f"starts with {text[0]!r}, which a spreadsheet opening bom.csv runs as a formula; "
+            "expected a name that starts with a letter or digit"
+        )
+    return text
+
+
+# Free text that reaches a CSV cell (bom.csv): refused rather than quoted, so the CSV keeps the
+# names as written for the scripts that read it.
+CellText = Annotated[str, AfterValidator(_no_formula)]
 
 
 class Strict(BaseModel):
@@ -41,7 +99,7 @@ class Site(Strict):
 
 
 class Gpu(Strict):
-    model: str
+    model: CellText
     count: int = Field(ge=1, le=72)
     # NVLink generation (3 = A100, 4 = H100/H200, 5 = B200); null for PCIe-only GPUs.
     nvlink_generation: Literal[2, 3, 4, 5] | None = None
@@ -91,38 +149,24 @@ class Role(Strict):
     # reserved_slots: one host in each scalable_units.reserved_slots entry that names this role
     # (a fabric manager such as UFM), cabled to that slot's leaf ports.
     placement: Literal["count", "scalable_units", "reserved_slots"] = "count"
-    hostname: str = Field(description="template ending in {index}, e.g. dgx{index:03d}")
+    hostname: str = Field(max_length=HOSTNAME_MAX + 40, description="template ending in {index}, e.g. dgx{index:03d}")
     site: Name | None = None
     fabrics: list[Name] = Field(default_factory=list, description="fabrics its nodes attach to")
 
     @field_validator("hostname")
     @classmethod
     def _hostname_ends_in_index(cls, template: str) -> str:
-        try:
-            fields = list(string.Formatter().parse(template))
-        except ValueError as exc:
-            raise ValueError(f"not a valid name template: {exc}") from None
-        names = {name for _, name, _, _ in fields if name is not None}
-        unknown = names - HOSTNAME_FIELDS
-        if unknown:
-            raise ValueError(f"unknown field(s) {sorted(unknown)}; allowed: {sorted(HOSTNAME_FIELDS)}")
-        if not fields or fields[-1][1] != "index" or fields[-1][3]:
+        parsed = _parse_template(template, HOSTNAME_FIELDS, NUMBER_FIELDS)
+        if not parsed or parsed[-1][1] != "index":
             raise ValueError(
                 "must end in {index} (with an optional format such as {index:03d}) so that hostlist ranges work"
             )
-        # Try the template: it must make valid, distinct host names (letters, digits, '-').
-        samples = []
-        for index in (1, 12):
-            try:
-                samples.append(template.format(index=index, unit=1, slot=1, site="site", role="compute"))
-            except (ValueError, TypeError, KeyError, IndexError) as exc:
-                raise ValueError(f"cannot be filled in: {exc}") from None
+        # Try the template on a sample; load() checks every name it makes with the real sites.
+        samples = [template.format(index=index, unit=1, slot=1, site="site", role="compute") for index in (1, 12)]
         for name in samples:
-            if not HOSTNAME_PATTERN.fullmatch(name):
-                raise ValueError(
-                    f"makes {name!r}: expected a host name of lower-case letters, digits and '-' "
-                    "that starts with a letter and ends in the index"
-                )
+            problem = hostname_problem(name)
+            if problem:
+                raise ValueError(problem)
         if samples[0] == samples[1]:
             raise ValueError("makes the same name for different indexes")
         return template
@@ -139,7 +183,7 @@ class Role(Strict):
 
 
 class SwitchModel(Strict):
-    model: str
+    model: CellText
     radix: int = Field(ge=4, le=1024, description="ports per switch")
     port_speed_gbps: Literal[1, 10, 25, 40, 50, 56, 100, 200, 400, 800]
     power_w: float = Field(default=1700, ge=0)
@@ -247,7 +291,9 @@ class AnsibleSettings(Strict):
     """How Ansible reaches the hosts: variables for every host and the ansible_host template."""
 
     vars: dict[str, Any] = Field(default_factory=dict)
-    host: str = Field(default="{inband}", description="ansible_host; fields: name, inband, oob, storage")
+    host: str = Field(
+        default="{inband}", max_length=255, description="ansible_host; fields: name, inband, oob, storage"
+    )
     # Every group a host belongs to costs Ansible work per host and task; management Ethernet
     # leaves are rarely a target, so by default only compute and storage fabrics get groups.
     leaf_groups: list[Name] | None = Field(
@@ -269,13 +315,7 @@ class AnsibleSettings(Strict):
     @field_validator("host")
     @classmethod
     def _known_fields(cls, template: str) -> str:
-        try:
-            names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
-        except ValueError as exc:
-            raise ValueError(f"not a valid template: {exc}") from None
-        unknown = names - {"name", "inband", "oob", "storage"}
-        if unknown:
-            raise ValueError(f"unknown field(s) {sorted(unknown)}; allowed: name, inband, oob, storage")
+        _parse_template(template, {"name", "inband", "oob", "storage"}, numbers=set())
         return template
 
 
