@@ -102,6 +102,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             plan = load(path, links=False)
         except TopologyError as exc:
             raise AnsibleParserError(f"invalid topology:\n{exc}") from None
+        # What was built other than asked (an oversubscription no whole split reaches, a
+        # dragonfly port left free): said as `topology validate` says it.
+        for line in plan.warning_lines():
+            self.display.warning(line)
         self._read_config_data(path)
         self._populate(build(plan))
 

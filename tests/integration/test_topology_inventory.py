@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from clusterforge.topology import load
 from clusterforge.topology.render import static_inventory
@@ -167,3 +168,17 @@ def test_plays_over_all_take_the_hosts_in_topology_order(seed):
     )
     listed = [line.strip() for line in done.stdout.splitlines()[1:]]
     assert listed == [host.name for host in load(source, links=False).hosts]
+
+
+def test_the_plugin_says_what_was_built_other_than_asked(tmp_path):
+    """The warnings `topology validate` prints (here: 2.5:1 on 64-port leaves, built 46 down and
+    18 up) reach whoever builds the inventory, with the file, line and field."""
+    data = yaml.safe_load((EXAMPLES / "h100-superpod.topology.yml").read_text())
+    data["fabrics"]["inband"]["oversubscription"] = 2.5
+    source = tmp_path / "ratio.topology.yml"
+    source.write_text(yaml.safe_dump(data, sort_keys=False))
+    line = next(n for n, text in enumerate(source.read_text().splitlines(), 1) if "oversubscription: 2.5" in text)
+    done = ansible("ansible-inventory", "-i", str(source), "--graph")
+    warning = " ".join(done.stderr.split())  # Ansible wraps its warnings
+    assert f"{source}:{line}: fabrics.inband.oversubscription: 2.5:1 asked" in warning
+    assert "built 46 down and 18 up" in warning
