@@ -38,10 +38,7 @@ class ParseError(ValueError):
         self.source = source
         self.line = line
         self.text = text
-        where = source or "output"
-        if line is not None:
-            where += f" line {line}"
-        detail = f"{where}: {message}"
+        detail = f"{_where(source, line)}: {message}"
         if text is not None:
             detail += f" (got {text.strip()[:120]!r})"
         super().__init__(detail)
@@ -54,10 +51,12 @@ class ToolFailed(Exception):
         self.reason = reason
         self.source = source
         self.line = line
-        where = source or "output"
-        if line is not None:
-            where += f" line {line}"
-        super().__init__(f"{where}: {reason}")
+        super().__init__(f"{_where(source, line)}: {reason}")
+
+
+def _where(source: str, line: int | None) -> str:
+    """Which output, and which line of it, a parser error or a tool's failure is in."""
+    return f"{source or 'output'} line {line}" if line is not None else source or "output"
 
 
 def raise_if_failed(text: str, marker: re.Pattern, source: str, what: str) -> None:

@@ -55,6 +55,18 @@ def clusterforge(*args: str, check: bool = True, env: dict | None = None):
     return done
 
 
+def run_playbook(env: dict, *args: str) -> subprocess.CompletedProcess:
+    """`clusterforge run ARGS` in a process of its own, with exactly `env`, whatever it exits with."""
+    return subprocess.run(
+        [sys.executable, "-m", "clusterforge.cli", "run", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+
+
 @pytest.fixture(scope="session")
 def docker_client():
     try:

@@ -16,6 +16,7 @@ import pytest
 
 from clusterforge import errors
 from tests.integration.conftest import local_inventory
+from tests.integration.conftest import run_playbook as run
 
 PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "outcomes.yml"
 SECRET = "s3cr3t-value-4711"
@@ -29,17 +30,6 @@ def env(tmp_path) -> dict:
 
 def inventory(tmp_path, **outcomes: str) -> Path:
     return local_inventory(tmp_path, {host: f"outcome={outcome}" for host, outcome in outcomes.items()})
-
-
-def run(env, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "clusterforge.cli", "run", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=300,
-    )
 
 
 def newest_run(env) -> Path:

@@ -21,6 +21,7 @@ import pytest
 
 from clusterforge import errors
 from tests.integration.conftest import local_inventory
+from tests.integration.conftest import run_playbook as cf_run
 
 SECRET = "robust-s3cret-9931"
 
@@ -45,17 +46,6 @@ def playbook(tmp_path: Path, tasks: str, play: str = "Robustness") -> Path:
     path = tmp_path / "play.yml"
     path.write_text(f"- name: {json.dumps(play)}\n  hosts: all\n  gather_facts: false\n  tasks:\n{tasks}")
     return path
-
-
-def cf_run(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "clusterforge.cli", "run", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=300,
-    )
 
 
 def run_dirs(env: dict) -> list[Path]:

@@ -5,24 +5,17 @@ from __future__ import annotations
 import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import Templar
 
-from tests.paths import PROJECT
+from tests.paths import PROJECT, load_plugin
+
+# Role files are templates to Ansible; plain YAML strings are not until marked so, as the
+# topology inventory plugin marks what it reads.
+_trusted = load_plugin("plugins/inventory/topology.py")._trusted
 
 ROLE = PROJECT / "roles" / "os_tuning"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
 MAIN_TASKS = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
-
-
-def _trusted(value):
-    """Role files are templates to Ansible; plain YAML strings are not until marked so."""
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {key: _trusted(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_trusted(item) for item in value]
-    return value
 
 
 def _render(expression, **variables):
