@@ -24,6 +24,7 @@ from rich.text import Text
 
 from clusterforge.errors import EXIT_HOSTS_FAILED, EXIT_OK
 from clusterforge.safe_read import MiB, read_stream_text, read_text
+from clusterforge.text import plain
 from clusterforge.validation import judges
 
 console = Console()
@@ -120,13 +121,14 @@ def _judge(args: argparse.Namespace) -> int:
         # allow_nan=False: NaN and Infinity are not JSON, and a consumer's parser would reject them.
         sys.stdout.write(json.dumps(document, indent=2, default=str, allow_nan=False) + "\n")
     else:
-        # Text(): what the file and the judges say is shown as it is, never read as Rich markup.
-        table = Table(title=Text(f"{kind}: {args.file}"))
+        # Text(plain()): what the file and the judges say is shown as it is, never read as Rich
+        # markup, and without the escape sequences a tool or a file name may carry.
+        table = Table(title=Text(plain(f"{kind}: {args.file}")))
         for column in ("check", "status", "measured", "expected", "message"):
             table.add_column(column, overflow="fold")
         for r in results:
             cells = (r.check, r.status, _short(r.measured), _short(r.expected), r.message)
-            table.add_row(*(Text(str(cell)) for cell in cells))
+            table.add_row(*(Text(plain(str(cell))) for cell in cells))
         console.print(table)
         console.print(f"status: {status}", markup=False, highlight=False)
     return EXIT_HOSTS_FAILED if status == "fail" else EXIT_OK

@@ -106,3 +106,14 @@ def test_json_output_never_carries_nan(capsys, monkeypatch):
     with pytest.raises(ValueError, match="not JSON compliant"):
         cli.main(["check", "judge", "nccl", path, "--json"])
     assert "NaN" not in capsys.readouterr().out
+
+
+def test_escape_sequences_in_names_do_not_reach_the_terminal(capsys, tmp_path):
+    """A file name (or a tool's message) with a terminal escape is shown without it: ESC [2J would
+    clear the operator's screen."""
+    source = fixture("nccl_all_reduce_perf", "h100-8gpu-single-node-bitdeer.txt")
+    path = tmp_path / "out\x1b[2J.txt"
+    path.write_text(source.read_text())
+    code, output = judge(capsys, "nccl", str(path))
+    assert code == errors.EXIT_OK
+    assert "\x1b" not in output and "out.txt" in output, repr(output)
