@@ -302,7 +302,9 @@ def _generation_problems(stack, branch, modules) -> list[str]:
     if modules == "proprietary" and generation in OPEN_MODULES_REQUIRED:
         problems.append(f"{gpu} needs the open kernel modules; kernel_modules is proprietary")
     if modules == "open" and generation in OPEN_MODULES_UNSUPPORTED:
-        problems.append(f"{gpu} needs the proprietary kernel modules (the open ones start at Turing); kernel_modules is open")
+        problems.append(
+            f"{gpu} needs the proprietary kernel modules (the open ones start at Turing); kernel_modules is open"
+        )
     return problems
 
 
