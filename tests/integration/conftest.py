@@ -42,6 +42,18 @@ def ansible_playbook(inventory: Path, playbook: Path, *extra: str, env: dict) ->
     )
 
 
+def local_playbook(tmp_path: Path, playbook: Path, inventory: Path, *extra: str) -> subprocess.CompletedProcess:
+    """ansible_playbook with the project's ansible.cfg, this run's facts kept out of the user's fact
+    cache and no colour in the output."""
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(Path(__file__).resolve().parents[2] / "ansible.cfg"),
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(tmp_path / "facts"),
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    return ansible_playbook(inventory, playbook, *extra, env=env)
+
+
 def clusterforge(*args: str, check: bool = True, env: dict | None = None):
     done = subprocess.run(
         [*CLUSTERFORGE, *args],

@@ -4,16 +4,15 @@ rolling_update.yml accepts. No containers, nothing on this machine is changed.""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
 from clusterforge import stages
-from tests.integration.conftest import ansible_playbook, local_inventory
+from tests.integration.conftest import local_inventory
+from tests.integration.conftest import local_playbook as playbook
 from tests.paths import PROJECT
 
 GATE_PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "stage_gate.yml"
@@ -23,17 +22,6 @@ CHOICES = ("slurm", "kubernetes", "both", "none", "unset")
 
 def inventory(tmp_path: Path, **host_vars: str) -> Path:
     return local_inventory(tmp_path, host_vars)
-
-
-def playbook(tmp_path: Path, path: Path, inventory_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"),
-        # Keep this machine's facts out of the user's fact cache.
-        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(tmp_path / "facts"),
-        "ANSIBLE_NOCOLOR": "1",
-    }
-    return ansible_playbook(inventory_path, path, *extra, env=env)
 
 
 @pytest.fixture

@@ -1,0 +1,67 @@
+"""playbooks/preflight.yml refuses an impossible GPU software stack, on hosts reached with the local
+connection: the role variables and the node type's expectations as the inventory gives them. No
+containers, nothing on this machine is changed."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.integration.conftest import local_inventory, local_playbook
+from tests.paths import PROJECT
+
+TASK = "Check the GPU software stack is one NVIDIA supports"
+
+# One run, one host per case (INI host variables; quoted so that 12.4 stays text).
+HOSTS = {
+    # CUDA 12.4 needs 550.54.14 (NVIDIA's CUDA release notes, Table 3): an R535 driver cannot run it.
+    "old_driver": "cuda_version='12.4' nvidia_driver_branch=535 nvidia_driver_version='535.104.05'",
+    "good": (
+        "cuda_version='12.4' nvidia_driver_branch=550 nvidia_driver_version='550.163.01'"
+        " nvidia_driver_kernel_modules=open cudnn_version='9.1.0' nccl_version='2.22.3'"
+        " nvidia_fabricmanager_version='550.163.01'"
+        " clusterforge_expected_gpu_model='NVIDIA H100 80GB HBM3' clusterforge_expected_nvlink_generation=4"
+        " clusterforge_expected_nvswitch=true"
+    ),
+    "unset": "",
+    # The generation comes from the topology's expectations: a B200 node type needs R570 and open modules.
+    "blackwell": (
+        "nvidia_driver_branch=565 nvidia_driver_kernel_modules=proprietary"
+        " clusterforge_expected_gpu_model='NVIDIA B200' clusterforge_expected_nvlink_generation=5"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def preflight(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("preflight-gpu-stack")
+    done = local_playbook(tmp_path, PROJECT / "playbooks" / "preflight.yml", local_inventory(tmp_path, HOSTS))
+    assert f"TASK [{TASK}]" in done.stdout, done.stdout[-3000:] + done.stderr
+    task = done.stdout.split(f"TASK [{TASK}]", 1)[1].split("TASK [", 1)[0]
+    return done, " ".join(task.split())
+
+
+def test_a_driver_too_old_for_cuda_is_refused_naming_both_versions_and_the_minimum(preflight):
+    done, task = preflight
+    assert done.returncode == 2
+    assert "fatal: [old_driver]" in task
+    assert (
+        "old_driver: this GPU software stack cannot work: CUDA 12.4 needs NVIDIA driver 550.54.14 or newer"
+        " (release 12.4.0 in NVIDIA's table); the driver is 535.104.05" in task
+    ), task
+
+
+def test_a_possible_stack_and_an_unset_one_pass(preflight):
+    _, task = preflight
+    assert sorted(re.findall(r"ok: \[(\w+)\]", task)) == ["good", "unset"], task
+
+
+def test_the_gpu_generation_comes_from_the_node_types_expectations(preflight):
+    _, task = preflight
+    assert "fatal: [blackwell]" in task
+    assert (
+        "blackwell: this GPU software stack cannot work: NVIDIA B200 (blackwell) needs driver branch 570 or newer;"
+        " the driver branch is 565; NVIDIA B200 (blackwell) needs the open kernel modules;"
+        " kernel_modules is proprietary" in task
+    ), task
