@@ -119,10 +119,10 @@ CUDA_DRIVER_MINIMUM = {
 CUDNN_CUDA_MAJORS = {8: (11, 12), 9: (11, 12, 13)}
 
 # Driver branches per GPU generation (inclusive; None: no bound). Hopper (H100, H200) is supported
-# from R525 and Blackwell (B200, GB200) from R570 (NVIDIA Data Center GPU Driver release notes,
-# "Hardware supported": https://docs.nvidia.com/datacenter/tesla/index.html); Ampere (A100) from
-# R450, the driver of CUDA 11.0, the first toolkit for it. R580 is the last branch for Volta
-# (and Maxwell, Pascal): https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html
+# from R525 and Blackwell (B200, GB200) from R570, Ampere (A100) from R450, the branch of CUDA 11.0,
+# the first toolkit for it; R580 is the last branch for Volta (with Maxwell and Pascal). NVIDIA Data
+# Center Drivers, "CUDA Toolkit, Driver, and Architecture Matrix" and the branches' release notes
+# ("Hardware supported"): https://docs.nvidia.com/datacenter/tesla/drivers/index.html
 GENERATION_BRANCHES = {
     "volta": (None, 580),
     "turing": (None, None),
@@ -131,6 +131,10 @@ GENERATION_BRANCHES = {
     "hopper": (525, None),
     "blackwell": (570, None),
 }
+
+# The last CUDA major per generation: CUDA 13.0 removed Maxwell, Pascal and Volta (CUDA Toolkit
+# release notes, "Deprecated or Dropped Architectures").
+GENERATION_LAST_CUDA_MAJOR = {"volta": 12}
 
 # Kernel module flavours: the open modules drive Turing and newer only, and Blackwell only the open
 # ones ("Kernel Modules", https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html;
@@ -283,7 +287,7 @@ def _nccl_problems(stack, cuda) -> list[str]:
     ]
 
 
-def _generation_problems(stack, branch, modules) -> list[str]:
+def _generation_problems(stack, branch, modules, cuda) -> list[str]:
     generation = _given(stack, "gpu_generation")
     if generation is None:
         generation = gpu_generation(_given(stack, "gpu_model"), _given(stack, "nvlink_generation"))
@@ -299,6 +303,9 @@ def _generation_problems(stack, branch, modules) -> list[str]:
         problems.append(f"{gpu} needs driver branch {low} or newer; the driver branch is {branch}")
     if branch is not None and high is not None and branch > high:
         problems.append(f"{gpu} is supported up to driver branch {high}; the driver branch is {branch}")
+    last_cuda = GENERATION_LAST_CUDA_MAJOR.get(generation)
+    if cuda is not None and last_cuda is not None and cuda[0] > last_cuda:
+        problems.append(f"{gpu} is supported up to CUDA {last_cuda}.x; CUDA is {_text(cuda)}")
     if modules == "proprietary" and generation in OPEN_MODULES_REQUIRED:
         problems.append(f"{gpu} needs the open kernel modules; kernel_modules is proprietary")
     if modules == "open" and generation in OPEN_MODULES_UNSUPPORTED:
@@ -342,7 +349,7 @@ def gpu_stack_problems(stack) -> list[str]:
             problems += _cuda_problems(cuda, driver, branch)
         problems += _cudnn_problems(stack, cuda)
         problems += _nccl_problems(stack, cuda)
-        problems += _generation_problems(stack, branch, modules)
+        problems += _generation_problems(stack, branch, modules, cuda)
         problems += _fabricmanager_problems(stack, driver, branch)
     except _Invalid as exc:
         problems.append(str(exc))

@@ -225,6 +225,14 @@ def test_volta_cannot_run_the_open_kernel_modules(problems):
     ]
 
 
+def test_volta_ends_with_cuda_12(problems):
+    # CUDA 13.0 removed Volta (CUDA Toolkit release notes, "Deprecated or Dropped Architectures")
+    assert problems({"gpu_model": "Tesla V100-SXM2-32GB", "cuda_version": "13.0"}) == [
+        "Tesla V100-SXM2-32GB (volta) is supported up to CUDA 12.x; CUDA is 13.0"
+    ]
+    assert problems({"gpu_model": "Tesla V100-SXM2-32GB", "cuda_version": "12.9.1"}) == []
+
+
 def test_fabric_manager_must_be_the_drivers_version(problems):
     stack = {"driver_version": "550.163.01", "nvswitch": True}
     assert problems({**stack, "fabricmanager_version": "550.163.01"}) == []
