@@ -165,20 +165,32 @@ class _Invalid(ValueError):
     pass
 
 
+class _Version(tuple):
+    """A version's numeric parts, compared as numbers, and the text it was given as (for messages)."""
+
+    text: str
+
+
+def _parts(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
 def _given(stack: Mapping, key: str):
     value = stack.get(key)
     return None if value is None or value == "" else value
 
 
-def _version(stack: Mapping, key: str) -> tuple[int, ...] | None:
-    """The numeric parts of a version field; None when the field is absent."""
+def _version(stack: Mapping, key: str) -> _Version | None:
+    """A version field; None when the field is absent."""
     value = _given(stack, key)
     if value is None:
         return None
     match = _VERSION.match(str(value).strip()) if not isinstance(value, bool) else None
     if not match:
         raise _Invalid(f"{key} {value!r} is not a version (digits and dots)")
-    return tuple(int(part) for part in match.group(1).split("."))
+    version = _Version(_parts(match.group(1)))
+    version.text = str(value).strip()
+    return version
 
 
 def _pad(version: tuple[int, ...], length: int = 3) -> tuple[int, ...]:
@@ -186,29 +198,20 @@ def _pad(version: tuple[int, ...], length: int = 3) -> tuple[int, ...]:
     return version + (0,) * (length - len(version))
 
 
-def _text(version: tuple[int, ...]) -> str:
-    return ".".join(str(part) for part in version)
-
-
-def _driver_text(version: tuple[int, ...]) -> str:
-    """Driver versions keep NVIDIA's two-digit parts: 550.54.14, 525.60.13, 580.95.05."""
-    return ".".join([str(version[0]), *(f"{part:02d}" for part in version[1:])])
-
-
-def cuda_driver_minimum(cuda: tuple[int, ...]) -> tuple[tuple[int, ...], str] | None:
+def cuda_driver_minimum(cuda: tuple[int, ...]) -> tuple[str, str] | None:
     """The driver a CUDA toolkit needs and the table row it comes from: the latest release of the
     same major.minor that is not newer than `cuda` (12.4 is 12.4 GA; 12.4.1 is Update 1); None for a
     major.minor the table does not list."""
     cuda = _pad(cuda)
     rows = sorted(
-        (_pad(tuple(int(p) for p in toolkit.split("."))), driver)
+        (_parts(toolkit), toolkit, driver)
         for toolkit, driver in CUDA_DRIVER_MINIMUM.items()
-        if tuple(int(p) for p in toolkit.split("."))[:2] == cuda[:2]
+        if _parts(toolkit)[:2] == cuda[:2]
     )
     if not rows:
         return None
-    toolkit, driver = ([row for row in rows if row[0] <= cuda] or rows[:1])[-1]
-    return tuple(int(p) for p in driver.split(".")), _text(toolkit)
+    _, toolkit, driver = ([row for row in rows if row[0] <= cuda] or rows[:1])[-1]
+    return driver, toolkit
 
 
 def gpu_generation(model=None, nvlink_generation=None) -> str | None:
@@ -229,39 +232,35 @@ def _branch(stack: Mapping, driver: tuple[int, ...] | None, problems: list[str])
     if branch is not None and len(branch) != 1:
         raise _Invalid(f"driver_branch {stack['driver_branch']!r} is not a branch number (550)")
     if branch and driver and branch[0] != driver[0]:
-        problems.append(f"driver {_driver_text(driver)} is not of driver branch {branch[0]}")
+        problems.append(f"driver {driver.text} is not of driver branch {branch[0]}")
     return driver[0] if driver else branch[0] if branch else None
 
 
 def _cuda_problems(cuda, driver, branch) -> list[str]:
     found = cuda_driver_minimum(cuda)
     if found is None:
-        known = sorted({".".join(toolkit.split(".")[:2]) for toolkit in CUDA_DRIVER_MINIMUM}, key=_sort_key)
+        first, *_, last = sorted(CUDA_DRIVER_MINIMUM, key=_parts)
         return [
-            f"CUDA {_text(cuda)} is not a release in NVIDIA's CUDA toolkit driver table "
-            f"(known: {known[0]} to {known[-1]}); update plugins/filter/gpu_stack.py from the release notes"
+            f"CUDA {cuda.text} is not a release in NVIDIA's CUDA toolkit driver table (known: {first} to {last});"
+            " update plugins/filter/gpu_stack.py from the CUDA release notes"
         ]
     minimum, row = found
-    need = f"CUDA {_text(cuda)} needs NVIDIA driver {_driver_text(minimum)} or newer (release {row} in NVIDIA's table)"
-    if driver is not None and _pad(driver) < _pad(minimum):
-        return [f"{need}; the driver is {_driver_text(driver)}"]
-    if driver is None and branch is not None and branch < minimum[0]:
+    need = f"CUDA {cuda.text} needs NVIDIA driver {minimum} or newer (release {row} in NVIDIA's table)"
+    if driver is not None and _pad(driver) < _pad(_parts(minimum)):
+        return [f"{need}; the driver is {driver.text}"]
+    if driver is None and branch is not None and branch < _parts(minimum)[0]:
         return [f"{need}; the driver branch is {branch}"]
     return []
-
-
-def _sort_key(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))
 
 
 def _cudnn_problems(stack, cuda) -> list[str]:
     cudnn = _version(stack, "cudnn_version")
     built_for = _version(stack, "cudnn_cuda_major")
-    name = f"cuDNN {_text(cudnn)}" if cudnn else "cuDNN"
+    name = f"cuDNN {cudnn.text}" if cudnn else "cuDNN"
     problems = []
     if built_for and cuda and built_for[0] != cuda[0]:
         problems.append(
-            f"{name} built for CUDA {built_for[0]} cannot run with CUDA {_text(cuda)}: "
+            f"{name} built for CUDA {built_for[0]} cannot run with CUDA {cuda.text}: "
             f"cuDNN is built per CUDA major (needs the build for CUDA {cuda[0]})"
         )
     if cudnn and cuda:
@@ -269,7 +268,7 @@ def _cudnn_problems(stack, cuda) -> list[str]:
         if majors is None or cuda[0] not in majors:
             supported = ", ".join(f"{m}.x" for m in majors) if majors else "none in the cuDNN support matrix table"
             problems.append(
-                f"cuDNN {_text(cudnn)} has no build for CUDA {_text(cuda)} "
+                f"cuDNN {cudnn.text} has no build for CUDA {cuda.text} "
                 f"(cuDNN {cudnn[0]}.x is built for CUDA {supported})"
             )
     return problems
@@ -280,9 +279,9 @@ def _nccl_problems(stack, cuda) -> list[str]:
     if not (built_for and cuda) or built_for[0] == cuda[0]:
         return []
     nccl = _version(stack, "nccl_version")
-    name = f"NCCL {_text(nccl)}" if nccl else "NCCL"
+    name = f"NCCL {nccl.text}" if nccl else "NCCL"
     return [
-        f"{name} built for CUDA {_text(built_for)} cannot run with CUDA {_text(cuda)}: "
+        f"{name} built for CUDA {built_for.text} cannot run with CUDA {cuda.text}: "
         f"the NCCL package must be built for CUDA {cuda[0]}.x (libnccl2 x.y.z-1+cuda{cuda[0]}.N)"
     ]
 
@@ -305,7 +304,7 @@ def _generation_problems(stack, branch, modules, cuda) -> list[str]:
         problems.append(f"{gpu} is supported up to driver branch {high}; the driver branch is {branch}")
     last_cuda = GENERATION_LAST_CUDA_MAJOR.get(generation)
     if cuda is not None and last_cuda is not None and cuda[0] > last_cuda:
-        problems.append(f"{gpu} is supported up to CUDA {last_cuda}.x; CUDA is {_text(cuda)}")
+        problems.append(f"{gpu} is supported up to CUDA {last_cuda}.x; CUDA is {cuda.text}")
     if modules == "proprietary" and generation in OPEN_MODULES_REQUIRED:
         problems.append(f"{gpu} needs the open kernel modules; kernel_modules is proprietary")
     if modules == "open" and generation in OPEN_MODULES_UNSUPPORTED:
@@ -323,13 +322,11 @@ def _fabricmanager_problems(stack, driver, branch) -> list[str]:
     # user guide: https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html).
     if driver is not None and _pad(fabricmanager) != _pad(driver):
         return [
-            f"Fabric Manager {_driver_text(fabricmanager)} must be the driver's version exactly; "
-            f"the driver is {_driver_text(driver)}"
+            f"Fabric Manager {fabricmanager.text} must be the driver's version exactly; the driver is {driver.text}"
         ]
     if driver is None and branch is not None and fabricmanager[0] != branch:
         return [
-            f"Fabric Manager {_driver_text(fabricmanager)} must be the driver's version exactly; "
-            f"the driver branch is {branch}"
+            f"Fabric Manager {fabricmanager.text} must be the driver's version exactly; the driver branch is {branch}"
         ]
     return []
 

@@ -124,7 +124,9 @@ def test_a_driver_of_another_branch_than_chosen(problems):
 
 def test_a_cuda_release_nvidia_never_made_is_refused(problems):
     (message,) = problems({"cuda_version": "12.7", "driver_version": "580.95.05"})
-    assert message.startswith("CUDA 12.7 is not a release in NVIDIA's CUDA toolkit driver table (known: 11.0 to 13.2)")
+    assert message.startswith(
+        "CUDA 12.7 is not a release in NVIDIA's CUDA toolkit driver table (known: 11.0.2 to 13.2.0);"
+    )
 
 
 def test_absent_values_are_not_checked(problems):
