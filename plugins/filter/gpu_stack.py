@@ -265,8 +265,11 @@ def _cudnn_problems(stack, cuda) -> list[str]:
         )
     if cudnn and cuda:
         majors = CUDNN_CUDA_MAJORS.get(cudnn[0])
-        if majors is None or cuda[0] not in majors:
-            supported = ", ".join(f"{m}.x" for m in majors) if majors else "none in the cuDNN support matrix table"
+        if majors is None:
+            known = ", ".join(f"{major}.x" for major in CUDNN_CUDA_MAJORS)
+            problems.append(f"cuDNN {cudnn.text} is not a cuDNN release the support matrix table holds ({known})")
+        elif cuda[0] not in majors:
+            supported = ", ".join(f"{major}.x" for major in majors)
             problems.append(
                 f"cuDNN {cudnn.text} has no build for CUDA {cuda.text} "
                 f"(cuDNN {cudnn[0]}.x is built for CUDA {supported})"

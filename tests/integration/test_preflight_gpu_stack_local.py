@@ -25,6 +25,11 @@ HOSTS = {
         " clusterforge_expected_nvswitch=true"
     ),
     "unset": "",
+    # Fabric Manager runs only on NVSwitch nodes: a PCIe node type's pin is not checked.
+    "pcie": (
+        "nvidia_driver_version='550.163.01' nvidia_fabricmanager_version='550.144.03'"
+        " clusterforge_expected_nvswitch=false"
+    ),
     # The generation comes from the topology's expectations: a B200 node type needs R570 and open modules.
     "blackwell": (
         "nvidia_driver_branch=565 nvidia_driver_kernel_modules=proprietary"
@@ -54,7 +59,7 @@ def test_a_driver_too_old_for_cuda_is_refused_naming_both_versions_and_the_minim
 
 def test_a_possible_stack_and_an_unset_one_pass(preflight):
     _, task = preflight
-    assert sorted(re.findall(r"ok: \[(\w+)\]", task)) == ["good", "unset"], task
+    assert sorted(re.findall(r"ok: \[(\w+)\]", task)) == ["good", "pcie", "unset"], task
 
 
 def test_the_gpu_generation_comes_from_the_node_types_expectations(preflight):

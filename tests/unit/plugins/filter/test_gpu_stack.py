@@ -173,6 +173,9 @@ def test_cudnn_without_a_build_for_the_cuda_major(problems):
         "cuDNN 8.9.7 has no build for CUDA 13.0 (cuDNN 8.x is built for CUDA 11.x, 12.x)"
     ]
     assert problems({"cuda_version": "12.2", "cudnn_version": "8.9.7"}) == []
+    assert problems({"cuda_version": "12.2", "cudnn_version": "7.6.5"}) == [
+        "cuDNN 7.6.5 is not a cuDNN release the support matrix table holds (8.x, 9.x)"
+    ]
 
 
 def test_nccl_built_for_another_cuda_major(problems):
