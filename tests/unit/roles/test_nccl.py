@@ -1,0 +1,157 @@
+"""nccl's per-OS package names and versions, and its guards, evaluated by Ansible's own templating."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+from tests.paths import PROJECT, load_plugin
+
+_trusted = load_plugin("plugins/inventory/topology.py")._trusted
+
+ROLE = PROJECT / "roles" / "nccl"
+DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+ROLE_VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+MAIN_TASKS = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
+PINNED = {name: DEFAULTS[name] for name in ("nccl_version", "nccl_release", "nccl_cuda_version")}
+
+
+NVIDIA_APT = {"libnccl2": "2.22.3-1+cuda12.4", "libnccl-dev": "2.22.3-1+cuda12.4"}
+NVIDIA_DNF = {"libnccl": "2.22.3-1+cuda12.4", "libnccl-devel": "2.22.3-1+cuda12.4"}
+
+
+def _render(expression, **variables):
+    return Templar(loader=DataLoader(), variables=_trusted(variables)).template(_trusted(expression))
+
+
+def _os(file_name: str, **overrides) -> dict:
+    """The role's public defaults as Ansible sees them on a node whose first_found hit is file_name."""
+    os_vars = yaml.safe_load((ROLE / "vars" / file_name).read_text())
+    variables = {**PINNED, **overrides, **os_vars}
+    return {
+        name: _render(DEFAULTS[name], **variables)
+        for name in ("nccl_install_from", "nccl_packages", "nccl_repo_url", "nccl_repo_key_url")
+    }
+
+
+@pytest.mark.parametrize(
+    ("file_name", "install_from", "packages", "repo"),
+    [
+        ("Debian-13.yml", "distribution", {"libnccl2": "2.22.3-1-1", "libnccl-dev": "2.22.3-1-1"}, "debian12"),
+        (
+            "Debian-12.yml",
+            "repository",
+            NVIDIA_APT,
+            "debian12",
+        ),
+        (
+            "Ubuntu-22.yml",
+            "repository",
+            NVIDIA_APT,
+            "ubuntu2204",
+        ),
+        (
+            "Ubuntu-24.yml",
+            "repository",
+            NVIDIA_APT,
+            "ubuntu2404",
+        ),
+        ("RedHat.yml", "repository", NVIDIA_DNF, "rhel9"),
+    ],
+)
+def test_pinned_packages_per_os(file_name, install_from, packages, repo):
+    rendered = _os(file_name)
+    assert rendered["nccl_install_from"] == install_from
+    assert rendered["nccl_packages"] == packages
+    assert rendered["nccl_repo_url"] == f"https://developer.download.nvidia.com/compute/cuda/repos/{repo}/x86_64/"
+    assert rendered["nccl_repo_key_url"].startswith(rendered["nccl_repo_url"])
+
+
+def test_nvidia_versions_follow_the_pinned_nccl_and_cuda():
+    rendered = _os("Ubuntu-24.yml", nccl_version="2.27.7", nccl_release="1", nccl_cuda_version="12.9")
+    assert rendered["nccl_packages"] == {"libnccl2": "2.27.7-1+cuda12.9", "libnccl-dev": "2.27.7-1+cuda12.9"}
+
+
+def test_every_vars_file_is_a_release_the_role_checks_for():
+    """Each Debian-family vars file is one the OS check lets through; EL data waits for its tasks."""
+    for path in (ROLE / "vars").glob("*-*.yml"):
+        assert path.stem in ROLE_VARS["__nccl_supported_releases"], path.name
+    assert "RedHat" not in ROLE_VARS["__nccl_supported_os_families"]
+
+
+def _assert_task(name: str) -> dict:
+    return next(task for task in MAIN_TASKS if task["name"] == name)["ansible.builtin.assert"]
+
+
+def _holds(task: dict, **variables) -> bool:
+    conditions = [task["that"]] if isinstance(task["that"], str) else task["that"]
+    return all(_render("{{ " + condition + " }}", **variables) for condition in conditions)
+
+
+NCCL_TESTS = {
+    "nccl_tests_version": "2.13.10",
+    "nccl_tests_url": "https://mirror.example/nccl-tests-2.13.10.tar.gz",
+    "nccl_tests_sha256": "a" * 64,
+    "nccl_tests_cuda_home": "/usr/local/cuda",
+    "nccl_tests_nccl_home": "/usr",
+    "nccl_tests_mpi": False,
+    "nccl_tests_mpi_home": "",
+    "nccl_tests_make_args": [],
+}
+
+
+@pytest.mark.parametrize(
+    ("override", "accepted"),
+    [
+        ({}, True),
+        ({"nccl_tests_sha256": ""}, False),  # the default: no checksum is pinned, the site sets it
+        ({"nccl_tests_sha256": "a" * 63}, False),
+        ({"nccl_tests_mpi": True}, False),  # MPI=1 without MPI_HOME
+        ({"nccl_tests_mpi": True, "nccl_tests_mpi_home": "/usr/lib/x86_64-linux-gnu/openmpi"}, True),
+        ({"nccl_tests_url": "ftp://mirror.example/a.tgz"}, False),
+    ],
+)
+def test_nccl_tests_inputs(override, accepted):
+    task = _assert_task("Validate the nccl-tests inputs")
+    assert _holds(task, **{**NCCL_TESTS, **override}) is accepted
+    assert "nccl_tests_sha256" in task["fail_msg"]
+
+
+@pytest.mark.parametrize(
+    ("root", "accepted"),
+    [
+        ("/opt/nccl-tests", True),
+        ("/usr/local/nccl-tests", True),
+        ("/opt", False),
+        ("/usr", False),
+        ("opt/nccl-tests", False),
+    ],
+)
+def test_nccl_tests_root_is_a_directory_of_the_roles_own(root, accepted):
+    task = _assert_task("Refuse an nccl-tests root that is not a directory of the role's own")
+    assert _holds(task, nccl_tests_root=root) is accepted
+
+
+def test_make_gets_nccl_tests_build_interface():
+    variables = {**NCCL_TESTS, "nccl_tests_root": "/opt/nccl-tests", "ansible_facts": {"processor_nproc": 4}}
+    variables.update(nccl_tests_mpi=True, nccl_tests_mpi_home="/opt/mpi", nccl_tests_make_args=["NAME_SUFFIX=_mpi"])
+    argv = _render(ROLE_VARS["__nccl_tests_make_argv"], **variables)
+    assert argv == [
+        "make",
+        "-j4",
+        "BUILDDIR=/opt/nccl-tests/2.13.10/build",
+        "CUDA_HOME=/usr/local/cuda",
+        "NCCL_HOME=/usr",
+        "MPI=1",
+        "MPI_HOME=/opt/mpi",
+        "NAME_SUFFIX=_mpi",
+    ]
+
+
+def test_nccl_check_looks_where_the_role_links_by_default():
+    bin_dirs = re.search(r"default: \[(.*)\]", (PROJECT / "plugins/modules/nccl_check.py").read_text()).group(1)
+    assert f"{DEFAULTS['nccl_tests_root']}/build" in [d.strip() for d in bin_dirs.split(",")]
