@@ -175,6 +175,9 @@ def test_debian_12_ships_535_and_nvidia_s_debian12_repository():
     assert v["nvidia_driver_cuda_repo_key_url"] == base + "3bf863cc.pub"
     assert v["nvidia_driver_packages"] == ["cuda-drivers-550", "nvidia-driver-cuda", "nvidia-fabricmanager-550"]
     assert v["nvidia_driver_module_packages"] == ["nvidia-kernel-dkms"]
+    # NVIDIA's packages name the module nvidia; Debian's nvidia-current.
+    assert v["nvidia_driver_module_name"] == "nvidia"
+    assert resolve("debian12")["nvidia_driver_module_name"] == "nvidia-current"
 
 
 @pytest.mark.parametrize(
