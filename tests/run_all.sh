@@ -28,6 +28,11 @@ pytest
 
 for scenario in molecule/*/molecule.yml; do
   name=$(basename "$(dirname "$scenario")")
+  # A scenario too long for CI (a real DKMS build) is marked on demand in its molecule.yml.
+  if grep -q '^# clusterforge: on-demand' "$scenario" && [ "${CLUSTERFORGE_ON_DEMAND:-0}" != 1 ]; then
+    step "molecule test -s $name: on demand, not run (CLUSTERFORGE_ON_DEMAND=1 runs it)"
+    continue
+  fi
   step "molecule test -s $name"
   molecule test -s "$name"
 done

@@ -6,13 +6,16 @@ a throw-away GPG key made when it is built, so the roles' key handling (keyring 
 /etc/apt/keyrings, fingerprint check, ``signed-by``) is exercised for real, and apt verifies
 every index it reads.
 
-Two repositories, in the vendors' layouts:
+Three repositories, in the vendors' layouts:
 
 - ``docker/linux/debian``: Docker's ``https://download.docker.com/linux/debian <suite> stable``
   (``dists/<suite>/stable/binary-<arch>/Packages``), key at ``docker/linux/debian/gpg``.
 - ``libnvidia-container/stable/deb/<arch>``: NVIDIA's flat repository
   ``https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /``, key at
   ``libnvidia-container/gpgkey``.
+- ``compute/cuda/repos/debian12/<x86_64|sbsa>``: NVIDIA's flat CUDA repository
+  ``https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /``, key at
+  ``compute/cuda/repos/debian12/x86_64/3bf863cc.pub`` (the driver packages' stand-ins).
 
 The vendor packages are stand-ins: built here with dpkg-deb, named and versioned like the
 vendor's, with "clusterforge test stand-in" in their Description, and installing nothing but a
@@ -51,6 +54,9 @@ KEY_UID = "clusterforge lab mirror (throw-away test key) <lab-mirror@clusterforg
 
 DOCKER = "docker"
 NVIDIA = "libnvidia-container"
+CUDA = "cuda"
+# NVIDIA's CUDA repository names architectures its own way.
+CUDA_ARCH = {"amd64": "x86_64", "arm64": "sbsa"}
 
 
 @dataclass(frozen=True)
@@ -89,9 +95,20 @@ def _nvidia_standins() -> list[StandIn]:
     return out
 
 
+def _cuda_standins() -> list[StandIn]:
+    out = []
+    for version in ("550.127.08-1", "550.163.01-1"):
+        out += [
+            StandIn(CUDA, "nvidia-driver-cuda", version),
+            StandIn(CUDA, "nvidia-fabricmanager-550", version),
+            StandIn(CUDA, "cuda-drivers-550", version, f"nvidia-driver-cuda (= {version})"),
+        ]
+    return out
+
+
 def default_standins(suite: str = "trixie") -> list[StandIn]:
     """Every stand-in package the mirror carries: two versions of each vendor package."""
-    return _docker_standins(suite) + _nvidia_standins()
+    return _docker_standins(suite) + _nvidia_standins() + _cuda_standins()
 
 
 @dataclass
@@ -114,6 +131,12 @@ def repos(suite: str, arch: str) -> dict[str, Repo]:
     return {
         DOCKER: Repo(DOCKER, "docker/linux/debian", "docker/linux/debian/gpg", False, suite, "stable"),
         NVIDIA: Repo(NVIDIA, f"libnvidia-container/stable/deb/{arch}", "libnvidia-container/gpgkey", True),
+        CUDA: Repo(
+            CUDA,
+            f"compute/cuda/repos/debian12/{CUDA_ARCH.get(arch, arch)}",
+            f"compute/cuda/repos/debian12/{CUDA_ARCH.get(arch, arch)}/3bf863cc.pub",
+            True,
+        ),
     }
 
 

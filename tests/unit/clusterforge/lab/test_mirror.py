@@ -65,6 +65,21 @@ def test_nvidia_repo_is_flat_and_signed(built, tmp_path):
     assert manifest["repos"]["libnvidia-container"]["flat"] is True
 
 
+def test_cuda_repo_is_flat_signed_and_named_like_nvidia_s(built, tmp_path):
+    root, manifest = built
+    repo = manifest["repos"]["cuda"]
+    assert repo["path"] == "compute/cuda/repos/debian12/x86_64"
+    assert repo["key"] == "compute/cuda/repos/debian12/x86_64/3bf863cc.pub"
+    base = root / repo["path"]
+    keyring = _keyring(root, tmp_path, repo["key"])
+    subprocess.run(["gpgv", "--keyring", str(keyring), str(base / "InRelease")], check=True, capture_output=True)
+    drivers = [s for s in _stanzas(base / "Packages") if s["Package"] == "cuda-drivers-550"]
+    assert sorted(s["Depends"] for s in drivers) == [
+        "nvidia-driver-cuda (= 550.127.08-1)",
+        "nvidia-driver-cuda (= 550.163.01-1)",
+    ]
+
+
 def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
     root, manifest = built
     versions: dict[str, set[str]] = {}
@@ -78,7 +93,11 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
             assert paths == [f"./{mirror.STANDIN_MARKER_DIR}/{stanza['Package']}"], name
     assert versions["nvidia-container-toolkit"] == {"1.17.8-1", "1.17.9-1"}
     assert versions["docker-ce"] == {"5:28.5.1-1~debian.13~trixie", "5:28.5.2-1~debian.13~trixie"}
+    assert versions["nvidia-driver-cuda"] == {"550.127.08-1", "550.163.01-1"}
     assert set(versions) == {
+        "nvidia-driver-cuda",
+        "nvidia-fabricmanager-550",
+        "cuda-drivers-550",
         "docker-ce",
         "docker-ce-cli",
         "containerd.io",

@@ -1,0 +1,232 @@
+"""nvidia_driver: which vars/<OS>.yml a host reads, and the package names and repository URLs
+the role's public defaults resolve to on each supported release, source and module flavour."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from jinja2 import StrictUndefined
+from jinja2.nativetypes import NativeEnvironment
+
+from tests.paths import PROJECT
+
+ROLE = PROJECT / "roles" / "nvidia_driver"
+ENV = NativeEnvironment(undefined=StrictUndefined)
+
+FACTS = {
+    "debian13": {
+        "distribution": "Debian",
+        "distribution_major_version": "13",
+        "distribution_version": "13.2",
+        "distribution_release": "trixie",
+        "os_family": "Debian",
+        "kernel": "6.12.57+deb13-amd64",
+    },
+    "debian12": {
+        "distribution": "Debian",
+        "distribution_major_version": "12",
+        "distribution_version": "12.12",
+        "distribution_release": "bookworm",
+        "os_family": "Debian",
+        "kernel": "6.1.0-40-amd64",
+    },
+    "ubuntu2204": {
+        "distribution": "Ubuntu",
+        "distribution_major_version": "22",
+        "distribution_version": "22.04",
+        "distribution_release": "jammy",
+        "os_family": "Debian",
+        "kernel": "5.15.0-160-generic",
+    },
+    "ubuntu2404": {
+        "distribution": "Ubuntu",
+        "distribution_major_version": "24",
+        "distribution_version": "24.04",
+        "distribution_release": "noble",
+        "os_family": "Debian",
+        "kernel": "6.8.0-87-generic",
+    },
+    "rhel9": {
+        "distribution": "RedHat",
+        "distribution_major_version": "9",
+        "distribution_version": "9.6",
+        "distribution_release": "Plow",
+        "os_family": "RedHat",
+        "kernel": "5.14.0-570.el9.x86_64",
+    },
+    "rocky9": {
+        "distribution": "Rocky",
+        "distribution_major_version": "9",
+        "distribution_version": "9.6",
+        "distribution_release": "Blue Onyx",
+        "os_family": "RedHat",
+        "kernel": "5.14.0-570.el9.x86_64",
+    },
+}
+
+
+def _load(path):
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def _vars_file(facts: dict):
+    """The file the role's first_found picks, in the role's order."""
+    names = (
+        f"{facts['distribution']}-{facts['distribution_major_version']}.yml",
+        f"{facts['distribution']}.yml",
+        f"{facts['os_family']}.yml",
+    )
+    return next(ROLE / "vars" / n for n in names if (ROLE / "vars" / n).is_file())
+
+
+def _render(value, context):
+    """Render templates in value; context (a lazy mapping) is the templates' variables as is."""
+    if isinstance(value, str) and "{{" in value:
+        whole = re.fullmatch(r"\s*\{\{(.*)\}\}\s*", value, flags=re.DOTALL)
+        if whole and "{{" not in whole.group(1):
+            # One expression keeps its type, as in Ansible ("550" stays a string).
+            template = ENV.compile_expression(whole.group(1), undefined_to_none=False)._template
+            ctx = template.new_context(context, shared=True)
+            for _ in template.root_render_func(ctx):
+                pass
+            return ctx.vars["result"]
+        template = ENV.from_string(value)
+        return ENV.concat(template.root_render_func(template.new_context(context, shared=True)))
+    if isinstance(value, list):
+        return [_render(v, context) for v in value]
+    if isinstance(value, dict):
+        return {k: _render(v, context) for k, v in value.items()}
+    return value
+
+
+class _Vars(dict):
+    """Role variables resolved when first read, as Ansible does."""
+
+    def __init__(self, raw: dict) -> None:
+        super().__init__()
+        self.raw = raw
+
+    def __contains__(self, name) -> bool:
+        return name in self.raw
+
+    def __missing__(self, name):
+        if name not in self.raw:
+            raise KeyError(name)
+        self[name] = _render(self.raw[name], self)
+        return self[name]
+
+
+def resolve(host: str, **overrides) -> _Vars:
+    """Extra vars over role defaults over vars/<OS>.yml and vars/main.yml."""
+    facts = FACTS[host]
+    raw = {**_load(ROLE / "vars" / "main.yml"), **_load(_vars_file(facts)), **_load(ROLE / "defaults" / "main.yml")}
+    raw.update(overrides, ansible_facts=facts)
+    return _Vars(raw)
+
+
+def test_every_supported_release_has_its_vars_file_and_nothing_else_is_supported():
+    supported = _load(ROLE / "vars" / "main.yml")["__nvidia_driver_supported"]
+    assert supported == {"Debian": ["12", "13"], "Ubuntu": ["22", "24"], "RedHat": ["9"], "Rocky": ["9"]}
+    picked = {host: _vars_file(facts).name for host, facts in FACTS.items()}
+    assert picked == {
+        "debian13": "Debian-13.yml",
+        "debian12": "Debian-12.yml",
+        "ubuntu2204": "Ubuntu.yml",
+        "ubuntu2404": "Ubuntu.yml",
+        "rhel9": "RedHat.yml",
+        "rocky9": "RedHat.yml",
+    }
+
+
+def test_every_os_file_defines_the_same_names():
+    names = {p.name: set(_load(p)) for p in (ROLE / "vars").glob("*.yml") if p.name != "main.yml"}
+    assert len({frozenset(n) for n in names.values()}) == 1, names
+
+
+def test_debian_13_installs_the_550_driver_from_non_free():
+    v = resolve("debian13")
+    assert v["nvidia_driver_branch"] == "550"
+    assert v["nvidia_driver_version"] == "550.163.01-2"
+    assert v["nvidia_driver_source"] == "distribution"
+    assert {"nvidia-smi", "libcuda1", "libnvidia-ml1"} <= set(v["nvidia_driver_packages"])
+    assert v["nvidia_driver_module_packages"] == ["nvidia-kernel-dkms", "nvidia-kernel-support", "firmware-nvidia-gsp"]
+    assert v["nvidia_driver_other_packages"] == {"nvidia-persistenced": "550.163.01-1"}
+    assert v["nvidia_driver_distribution_url"] == "http://deb.debian.org/debian"
+    assert v["nvidia_driver_distribution_suites"] == ["trixie", "trixie-updates"]
+    assert v["nvidia_driver_distribution_components"] == ["contrib", "non-free", "non-free-firmware"]
+    assert v["nvidia_driver_distribution_keyring"] == "/usr/share/keyrings/debian-archive-keyring.gpg"
+    assert v["nvidia_driver_module_name"] == "nvidia-current"
+
+
+def test_debian_13_open_modules():
+    v = resolve("debian13", nvidia_driver_kernel_module="open")
+    assert v["nvidia_driver_module_packages"][0] == "nvidia-open-kernel-dkms"
+
+
+def test_debian_12_ships_535_and_nvidia_s_debian12_repository():
+    v = resolve("debian12")
+    assert v["nvidia_driver_branch"] == "535"
+    assert v["nvidia_driver_version"].startswith("535.")
+    v = resolve("debian12", nvidia_driver_source="nvidia", nvidia_driver_branch="550")
+    base = "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
+    assert v["nvidia_driver_cuda_repo_url"] == base
+    assert v["nvidia_driver_cuda_repo_key_url"] == base + "3bf863cc.pub"
+    assert v["nvidia_driver_packages"] == ["cuda-drivers-550", "nvidia-driver-cuda", "nvidia-fabricmanager-550"]
+    assert v["nvidia_driver_module_packages"] == ["nvidia-kernel-dkms"]
+    # NVIDIA's packages name the module nvidia; Debian's nvidia-current.
+    assert v["nvidia_driver_module_name"] == "nvidia"
+    assert resolve("debian12")["nvidia_driver_module_name"] == "nvidia-current"
+
+
+@pytest.mark.parametrize(
+    ("host", "tag", "release"), [("ubuntu2204", "ubuntu2204", "jammy"), ("ubuntu2404", "ubuntu2404", "noble")]
+)
+def test_ubuntu_server_packages_and_nvidia_repository(host, tag, release):
+    v = resolve(host)
+    assert v["nvidia_driver_packages"] == [
+        "nvidia-headless-no-dkms-550-server",
+        "nvidia-utils-550-server",
+        "libnvidia-compute-550-server",
+        "nvidia-compute-utils-550-server",
+    ]
+    assert v["nvidia_driver_module_packages"] == ["nvidia-dkms-550-server"]
+    assert resolve(host, nvidia_driver_kernel_module="open")["nvidia_driver_module_packages"] == [
+        "nvidia-dkms-550-server-open"
+    ]
+    assert v["nvidia_driver_distribution_suites"] == [release, f"{release}-updates", f"{release}-security"]
+    assert v["nvidia_driver_distribution_keyring"] == "/usr/share/keyrings/ubuntu-archive-keyring.gpg"
+    n = resolve(host, nvidia_driver_source="nvidia", nvidia_driver_branch="570")
+    assert (
+        n["nvidia_driver_cuda_repo_url"].strip()
+        == f"https://developer.download.nvidia.com/compute/cuda/repos/{tag}/x86_64/"
+    )
+    assert n["nvidia_driver_cuda_repo_key_url"].strip().endswith(f"/{tag}/x86_64/3bf863cc.pub")
+    assert "nvidia-fabricmanager-570" in n["nvidia_driver_packages"]
+    assert n["nvidia_driver_module_packages"] == ["nvidia-dkms-570"]
+
+
+@pytest.mark.parametrize("host", ["rhel9", "rocky9"])
+def test_rhel_family_uses_nvidia_s_rhel9_repository(host):
+    v = resolve(host)
+    assert v["nvidia_driver_source"] == "nvidia"
+    assert (
+        v["nvidia_driver_cuda_repo_url"].strip()
+        == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/"
+    )
+    assert v["nvidia_driver_cuda_repo_key_url"].strip().endswith("/rhel9/x86_64/D42D0685.pub")
+    assert v["nvidia_driver_module_packages"] == ["kmod-nvidia-latest-dkms"]
+    assert resolve(host, nvidia_driver_kernel_module="open")["nvidia_driver_module_packages"] == [
+        "kmod-nvidia-open-dkms"
+    ]
+
+
+@pytest.mark.parametrize("host", sorted(FACTS))
+def test_pinned_fingerprints_are_40_hex_digits_or_not_pinned_yet(host):
+    v = resolve(host)
+    for name in ("nvidia_driver_distribution_key_fingerprint", "nvidia_driver_cuda_repo_key_fingerprint"):
+        assert re.fullmatch(r"([0-9A-F]{40})?", v[name]), (name, v[name])
+    if FACTS[host]["os_family"] == "Debian":
+        assert len(v["nvidia_driver_distribution_key_fingerprint"]) == 40
+        assert v["nvidia_driver_cuda_repo_key_fingerprint"] in ("", "EB693B3035CD5710E231E123A4B469963BF863CC")
