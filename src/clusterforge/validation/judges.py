@@ -59,6 +59,9 @@ class Kind:
     reads: str
     judge: Callable[[Any, dict[str, Any]], list]
     tables: tuple[tuple[str, str], ...]
+    # The check a run that stopped early is reported under, as its node module names it (see
+    # verdicts.failed_run): nccl_check's <label>.run, ib_check's ib.command, ...
+    run_check: str
     takes_source: bool = True  # the kernel-log reader raises nothing, so it names no source
     directory: bool = False  # FILE is a directory tree (a copy of /sys/class/infiniband)
 
@@ -104,6 +107,7 @@ KINDS = {
         "nccl-tests output (all_reduce_perf, ...)",
         _call("nccl_judge", "judge_nccl"),
         (("nccl_judge", "NCCL_KEYS"),),
+        "nccl.run",
     ),
     "ibstat": Kind(
         "ibstat",
@@ -111,6 +115,7 @@ KINDS = {
         "ibstat",
         _call("ib_judge", "judge_ib_ports", "ports_from_ibstat"),
         (("ib_judge", "PORT_KEYS"),),
+        "ib.command",
     ),
     "ibv_devinfo": Kind(
         "ibv_devinfo",
@@ -118,6 +123,7 @@ KINDS = {
         "ibv_devinfo [-v]",
         _call("ib_judge", "judge_ib_ports", "ports_from_ibv_devinfo"),
         (("ib_judge", "PORT_KEYS"),),
+        "ib.command",
     ),
     "ib-sysfs": Kind(
         "ib_sysfs",
@@ -125,6 +131,7 @@ KINDS = {
         "a copy of /sys/class/infiniband",
         _call("ib_judge", "judge_ib_ports", "ports_from_sysfs"),
         (("ib_judge", "SYSFS_PORT_KEYS"),),
+        "ib.sysfs",
         directory=True,
     ),
     "ib_write_bw": Kind(
@@ -133,6 +140,7 @@ KINDS = {
         "ib_write_bw (perftest) client output",
         _call("ib_judge", "judge_perftest"),
         (("ib_judge", "PERFTEST_KEYS"),),
+        "ib.write_bw",
     ),
     "nvidia-smi-q": Kind(
         "nvidia_smi",
@@ -140,6 +148,7 @@ KINDS = {
         "nvidia-smi -q or -q -x",
         _call("gpu_judge", "judge_gpus"),
         (("gpu_judge", "QUERY_KEYS"),),
+        "gpu.driver",
     ),
     "nvidia-smi-query": Kind(
         "nvidia_smi",
@@ -147,6 +156,7 @@ KINDS = {
         "nvidia-smi --query-gpu=... --format=csv[,nounits]",
         _call("gpu_csv_judge", "judge_query_gpu_csv"),
         (("gpu_csv_judge", "CSV_KEYS"),),
+        "gpu.driver",
     ),
     "nvidia-smi-topo": Kind(
         "nvidia_topo",
@@ -154,6 +164,7 @@ KINDS = {
         "nvidia-smi topo -m",
         _topology,
         (("gpu_judge", "TOPOLOGY_KEYS"), ("nic_affinity_judge", "AFFINITY_KEYS")),
+        "gpu.topology",
     ),
     "xid": Kind(
         "xid",
@@ -161,6 +172,7 @@ KINDS = {
         "journalctl -k or dmesg",
         lambda parsed, expected: [load("gpu_judge").judge_xid(parsed)],
         (("gpu_judge", "XID_KEYS"),),
+        "gpu.xid",
         takes_source=False,
     ),
     "ibnetdiscover": Kind(
@@ -169,6 +181,7 @@ KINDS = {
         "ibnetdiscover -p",
         _call("cabling_judge", "judge_cabling"),
         (("cabling_judge", "CABLING_KEYS"),),
+        "cabling.discover",
     ),
     "dcgmi": Kind(
         "dcgmi",
@@ -176,6 +189,7 @@ KINDS = {
         "dcgmi diag -r N",
         _call("gpu_judge", "judge_dcgmi"),
         (("gpu_judge", "DCGMI_KEYS"),),
+        "dcgmi.run",
     ),
 }
 # Earlier names of kinds, still accepted.
@@ -218,26 +232,9 @@ def _judge(name: str, spec: Kind, read: Callable[[], Any], expected: dict[str, A
         raise UsageError(f"not {spec.reads} output: {exc}") from None
     except load("verdicts").ToolFailed as exc:
         # The tool's own output of a run that stopped early: judged as the modules judge it.
-        return [load("verdicts").failed_run(RUN_CHECKS[name], exc)]
+        return [load("verdicts").failed_run(spec.run_check, exc)]
     except keys.ExpectationError as exc:
         raise UsageError(f"expectation: {exc}") from None
-
-
-# The check a run that stopped early is reported under, named as its node module names it (see
-# verdicts.failed_run): nccl_check's <label>.run, ib_check's ib.command, ...
-RUN_CHECKS = {
-    "nccl": "nccl.run",
-    "ibstat": "ib.command",
-    "ibv_devinfo": "ib.command",
-    "ib_write_bw": "ib.write_bw",
-    "nvidia-smi-q": "gpu.driver",
-    "nvidia-smi-topo": "gpu.topology",
-    "xid": "gpu.xid",
-    "nvidia-smi-query": "gpu.driver",
-    "ib-sysfs": "ib.sysfs",
-    "ibnetdiscover": "cabling.discover",
-    "dcgmi": "dcgmi.run",
-}
 
 
 def judge_text(kind: str, text: str, expected: dict[str, Any], source: str = "") -> list:

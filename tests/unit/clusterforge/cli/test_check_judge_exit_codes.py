@@ -56,7 +56,7 @@ def test_a_run_that_stopped_early_fails_with_its_reason(capsys, kind, name, quot
     document = strict_json(output)
     assert document["status"] == "fail"
     (check,) = document["checks"]
-    assert check["check"] == judges.RUN_CHECKS[kind]
+    assert check["check"] == judges.KINDS[kind].run_check
     assert quoted in check["message"] and check["message"].startswith(name.split("/")[1])
 
 

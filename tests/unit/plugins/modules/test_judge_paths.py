@@ -319,7 +319,7 @@ def test_query_gpu_csv_is_judged_by_its_own_kind(path: Path):
 
 
 def test_every_kind_names_the_check_of_a_failed_run():
-    assert set(judges.RUN_CHECKS) == set(judges.KINDS)
+    assert all(spec.run_check for spec in judges.KINDS.values())
 
 
 def _tool_failure(route: Route, text: str) -> Exception | None:
@@ -352,6 +352,6 @@ def test_a_failed_run_fails_on_both_paths_quoting_the_reason(folder: str, path: 
     by_controller = controller(route, text, expected)
     assert by_controller is not None, "the controller took a failed run for unreadable input"
     (check,) = by_controller
-    assert check == judges.RUN_CHECKS[route.kind]
+    assert check == judges.KINDS[route.kind].run_check
     for checks in (by_module, by_controller):
         assert checks[check]["status"] == "fail" and reason in checks[check]["message"]
