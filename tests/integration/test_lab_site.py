@@ -44,10 +44,19 @@ def test_lab_inventory_comes_from_its_topology_file(lab):
     assert node["ansible_host"] == f"clusterforge-{TEST_LAB}-node01"
 
 
-def test_site_converges_then_is_idempotent(lab, docker_client):
+def _newest_run_messages(lab_state: Path) -> str:
+    """Every msg the newest run's tasks returned, from its ansible-runner job events."""
+    newest = max((lab_state / "runs").iterdir(), key=lambda path: path.stat().st_mtime)
+    events = [json.loads(path.read_text()) for path in newest.glob("artifacts/*/job_events/*.json")]
+    return "\n".join(str(e.get("event_data", {}).get("res", {}).get("msg", "")) for e in events)
+
+
+def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
     first = clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"], check=False)
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr
     assert _summary(first.stdout)["failed"] == 0
+    # The gpu stage's small lab set: the real driver userspace, held, and no module without a GPU.
+    assert "skipped: nvidia kernel module: no GPU hardware" in _newest_run_messages(lab_state)
 
     second = clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"], check=False)
     assert second.returncode == 0, second.stdout[-4000:]
@@ -56,6 +65,8 @@ def test_site_converges_then_is_idempotent(lab, docker_client):
     node = docker_client.containers.get(f"clusterforge-{TEST_LAB}-node01")
     live = node.exec_run(["sysctl", "-n", "net.ipv4.tcp_rmem"]).output.decode().split()
     assert live == ["4096", "87380", "2147483647"]
+    held = node.exec_run(["apt-mark", "showhold"]).output.decode().split()
+    assert {"nvidia-smi", "libcuda1", "libnvidia-ml1"} <= set(held)
 
 
 def test_check_mode_on_a_converged_lab_changes_nothing(lab):
