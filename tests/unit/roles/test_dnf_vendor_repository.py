@@ -122,7 +122,7 @@ def test_repository_definition_for_nvidia_rhel9():
     assert rendered == {
         "name": "cuda-rhel9-x86_64",
         "file": "cuda-rhel9-x86_64",
-        "description": "NCCL (cuda-rhel9-x86_64), managed by clusterforge",
+        "description": "cuda-rhel9-x86_64, managed by clusterforge",
         "baseurl": RHEL9,
         "gpgcheck": True,
         "repo_gpgcheck": True,
