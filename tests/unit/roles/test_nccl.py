@@ -22,6 +22,15 @@ PINNED = {name: DEFAULTS[name] for name in ("nccl_version", "nccl_release", "ncc
 
 NVIDIA_APT = {"libnccl2": "2.22.3-1+cuda12.4", "libnccl-dev": "2.22.3-1+cuda12.4"}
 NVIDIA_DNF = {"libnccl": "2.22.3-1+cuda12.4", "libnccl-devel": "2.22.3-1+cuda12.4"}
+# NVIDIA's repository keys, as github.com/NVIDIA/cuda-repo-management SIGNATURES.md prints them.
+NVIDIA_APT_KEY = "EB693B3035CD5710E231E123A4B469963BF863CC"
+NVIDIA_RPM_KEY = "610C7B14E068A878070DA4E99CD0A493D42D0685"
+DNF_ROLE = PROJECT / "roles" / "dnf_vendor_repository"
+RHEL_TASKS = yaml.safe_load((ROLE / "tasks" / "install-RedHat.yml").read_text())
+EL9 = {
+    "rhel9": {"distribution": "RedHat", "distribution_major_version": "9", "os_family": "RedHat"},
+    "rocky9": {"distribution": "Rocky", "distribution_major_version": "9", "os_family": "RedHat"},
+}
 
 
 def _render(expression, **variables):
@@ -34,7 +43,13 @@ def _os(file_name: str, **overrides) -> dict:
     variables = {**PINNED, **overrides, **os_vars}
     return {
         name: _render(DEFAULTS[name], **variables)
-        for name in ("nccl_install_from", "nccl_packages", "nccl_repo_url", "nccl_repo_key_url")
+        for name in (
+            "nccl_install_from",
+            "nccl_packages",
+            "nccl_repo_url",
+            "nccl_repo_key_url",
+            "nccl_repo_key_fingerprint",
+        )
     }
 
 
@@ -69,6 +84,10 @@ def test_pinned_packages_per_os(file_name, install_from, packages, repo):
     assert rendered["nccl_packages"] == packages
     assert rendered["nccl_repo_url"] == f"https://developer.download.nvidia.com/compute/cuda/repos/{repo}/x86_64/"
     assert rendered["nccl_repo_key_url"].startswith(rendered["nccl_repo_url"])
+    # apt repositories are signed by 3bf863cc, the rpm repositories by D42D0685.
+    key = {"RedHat.yml": ("D42D0685.pub", NVIDIA_RPM_KEY)}.get(file_name, ("3bf863cc.pub", NVIDIA_APT_KEY))
+    assert rendered["nccl_repo_key_url"] == rendered["nccl_repo_url"] + key[0]
+    assert rendered["nccl_repo_key_fingerprint"] == key[1]
 
 
 def test_nvidia_versions_follow_the_pinned_nccl_and_cuda():
@@ -77,10 +96,63 @@ def test_nvidia_versions_follow_the_pinned_nccl_and_cuda():
 
 
 def test_every_vars_file_is_a_release_the_role_checks_for():
-    """Each Debian-family vars file is one the OS check lets through; EL data waits for its tasks."""
+    """Each release vars file is one the OS check lets through; EL 9 reads the family's file."""
     for path in (ROLE / "vars").glob("*-*.yml"):
         assert path.stem in ROLE_VARS["__nccl_supported_releases"], path.name
-    assert "RedHat" not in ROLE_VARS["__nccl_supported_os_families"]
+    assert ROLE_VARS["__nccl_supported_os_families"] == ["Debian", "RedHat"]
+    assert {"RedHat-9", "Rocky-9"} <= set(ROLE_VARS["__nccl_supported_releases"])
+    assert (ROLE / "tasks" / "install-RedHat.yml").is_file()
+
+
+def _handed(host: str, **overrides) -> dict:
+    """What the RHEL tasks hand to dnf_vendor_repository on host, as Ansible templates it."""
+    os_vars = yaml.safe_load((ROLE / "vars" / "RedHat.yml").read_text())
+    variables = {**ROLE_VARS, **DEFAULTS, **PINNED, **os_vars, **overrides, "ansible_facts": EL9[host]}
+    include = next(t for t in RHEL_TASKS if "ansible.builtin.include_role" in t)
+    assert include["ansible.builtin.include_role"]["name"] == "dnf_vendor_repository"
+    return {name: _render(value, **variables) for name, value in include["vars"].items()}
+
+
+@pytest.mark.parametrize("host", sorted(EL9))
+def test_el9_hands_nvidia_s_rhel9_repository_to_dnf_vendor_repository(host):
+    handed = _handed(host)
+    assert handed["dnf_vendor_repository_caller"] == "nccl"
+    assert handed["dnf_vendor_repository_fingerprint_variable"] == "nccl_repo_key_fingerprint"
+    assert handed["dnf_vendor_repository_name"] == "cuda-rhel9-x86_64"
+    assert (
+        handed["dnf_vendor_repository_url"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/"
+    )
+    assert handed["dnf_vendor_repository_key_url"] == handed["dnf_vendor_repository_url"] + "D42D0685.pub"
+    assert handed["dnf_vendor_repository_key_fingerprint"] == NVIDIA_RPM_KEY
+    assert handed["dnf_vendor_repository_packages"] == NVIDIA_DNF
+    assert handed["dnf_vendor_repository_versionlock"] is True
+    assert handed["dnf_vendor_repository_module_stream"] == ""
+    assert _handed(host, nccl_hold=False)["dnf_vendor_repository_versionlock"] is False
+
+
+@pytest.mark.parametrize("host", sorted(EL9))
+def test_el9_name_version_release_specs_and_their_validation(host):
+    handed = _handed(host, nccl_version="2.27.7", nccl_cuda_version="12.9")
+    dnf_vars = yaml.safe_load((DNF_ROLE / "vars" / "main.yml").read_text())
+    assert _render(dnf_vars["__dnf_vendor_repository_specs"], **handed) == [
+        "libnccl-2.27.7-1+cuda12.9",
+        "libnccl-devel-2.27.7-1+cuda12.9",
+    ]
+    validate = next(
+        t
+        for t in yaml.safe_load((DNF_ROLE / "tasks" / "main.yml").read_text())
+        if t["name"] == "Validate the role's inputs"
+    )
+    variables = {**dnf_vars, **handed, **validate["vars"]}
+    for condition in validate["ansible.builtin.assert"]["that"]:
+        assert _render("{{ " + condition + " }}", **variables) is True, condition
+
+
+def test_el9_refuses_the_distribution_source():
+    refuse = next(t for t in RHEL_TASKS if t["name"] == "Refuse the distribution source on the RHEL family")
+    that = refuse["ansible.builtin.assert"]["that"]
+    assert _render("{{ " + that + " }}", nccl_install_from="repository") is True
+    assert _render("{{ " + that + " }}", nccl_install_from="distribution") is False
 
 
 def _assert_task(name: str) -> dict:

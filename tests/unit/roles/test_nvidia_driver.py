@@ -7,13 +7,16 @@ import re
 
 import pytest
 import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
 from jinja2 import StrictUndefined
 from jinja2.nativetypes import NativeEnvironment
 
-from tests.paths import PROJECT
+from tests.paths import PROJECT, load_plugin
 
 ROLE = PROJECT / "roles" / "nvidia_driver"
 ENV = NativeEnvironment(undefined=StrictUndefined)
+_trusted = load_plugin("plugins/inventory/topology.py")._trusted
 
 FACTS = {
     "debian13": {
@@ -207,19 +210,129 @@ def test_ubuntu_server_packages_and_nvidia_repository(host, tag, release):
     assert n["nvidia_driver_module_packages"] == ["nvidia-dkms-570"]
 
 
+RHEL_REPO = "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/"
+# NVIDIA's RPM key D42D0685, as github.com/NVIDIA/cuda-repo-management SIGNATURES.md prints it.
+NVIDIA_RPM_KEY = "610C7B14E068A878070DA4E99CD0A493D42D0685"
+RHEL_USERSPACE = [
+    "nvidia-driver",
+    "nvidia-driver-libs",
+    "nvidia-driver-cuda",
+    "nvidia-driver-cuda-libs",
+    "nvidia-kmod-common",
+    "nvidia-persistenced",
+]
+RHEL_TASKS = yaml.safe_load((ROLE / "tasks" / "install-RedHat.yml").read_text())
+DNF_ROLE = PROJECT / "roles" / "dnf_vendor_repository"
+
+
+def ansible(host: str, expression: str, **overrides):
+    """expression as Ansible templates it on host (role vars, OS vars, defaults, overrides)."""
+    facts = FACTS[host]
+    raw = {**_load(ROLE / "vars" / "main.yml"), **_load(_vars_file(facts)), **_load(ROLE / "defaults" / "main.yml")}
+    raw.update(overrides, ansible_facts=facts)
+    return Templar(loader=DataLoader(), variables=_trusted(raw)).template(_trusted(expression))
+
+
+def _rhel_task(name: str) -> dict:
+    return next(task for task in RHEL_TASKS if task["name"] == name)
+
+
+def _pinned(host: str, with_module: bool, **overrides) -> dict:
+    expression = _rhel_task("Name the pinned packages")["ansible.builtin.set_fact"]["__nvidia_driver_pinned"]
+    return ansible(host, expression, __nvidia_driver_with_module=with_module, **overrides)
+
+
 @pytest.mark.parametrize("host", ["rhel9", "rocky9"])
 def test_rhel_family_uses_nvidia_s_rhel9_repository(host):
     v = resolve(host)
     assert v["nvidia_driver_source"] == "nvidia"
-    assert (
-        v["nvidia_driver_cuda_repo_url"].strip()
-        == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/"
-    )
-    assert v["nvidia_driver_cuda_repo_key_url"].strip().endswith("/rhel9/x86_64/D42D0685.pub")
+    assert v["nvidia_driver_branch"] == "550"
+    assert v["nvidia_driver_version"] == "550.163.01-1.el9"
+    assert v["nvidia_driver_cuda_repo_url"].strip() == RHEL_REPO
+    assert v["nvidia_driver_cuda_repo_key_url"].strip() == RHEL_REPO + "D42D0685.pub"
+    assert v["nvidia_driver_cuda_repo_key_fingerprint"] == NVIDIA_RPM_KEY
+    assert v["nvidia_driver_packages"] == RHEL_USERSPACE
     assert v["nvidia_driver_module_packages"] == ["kmod-nvidia-latest-dkms"]
     assert resolve(host, nvidia_driver_kernel_module="open")["nvidia_driver_module_packages"] == [
         "kmod-nvidia-open-dkms"
     ]
+    assert ansible(host, "{{ __nvidia_driver_dnf_repo_name }}") == "cuda-rhel9-x86_64"
+    assert ansible(host, "{{ nvidia_driver_other_packages }}") == {"nvidia-fabric-manager": "550.163.01-1"}
+
+
+@pytest.mark.parametrize("host", ["rhel9", "rocky9"])
+@pytest.mark.parametrize(
+    ("flavour", "branch", "stream"),
+    [
+        ("proprietary", "550", "nvidia-driver:550-dkms"),
+        ("open", "550", "nvidia-driver:550-open"),
+        ("proprietary", "570", "nvidia-driver:570-dkms"),
+        ("open", "570", "nvidia-driver:570-open"),
+    ],
+)
+def test_rhel_module_stream_per_kernel_module_flavour(host, flavour, branch, stream):
+    overrides = {"nvidia_driver_kernel_module": flavour, "nvidia_driver_branch": branch}
+    assert ansible(host, "{{ __nvidia_driver_dnf_module_stream }}", **overrides) == stream
+    include = _rhel_task("Add NVIDIA's CUDA repository and install the pinned, versionlocked driver packages")
+    assert include["vars"]["dnf_vendor_repository_module_stream"] == "{{ __nvidia_driver_dnf_module_stream }}"
+
+
+@pytest.mark.parametrize("host", ["rhel9", "rocky9"])
+@pytest.mark.parametrize(
+    ("flavour", "with_module", "module_package"),
+    [
+        ("proprietary", True, "kmod-nvidia-latest-dkms"),
+        ("open", True, "kmod-nvidia-open-dkms"),
+        ("proprietary", False, None),  # no GPU: no module package
+    ],
+)
+def test_rhel_name_version_release_specs(host, flavour, with_module, module_package):
+    pinned = _pinned(host, with_module, nvidia_driver_kernel_module=flavour)
+    specs = Templar(loader=DataLoader(), variables=_trusted({"dnf_vendor_repository_packages": pinned})).template(
+        _trusted(yaml.safe_load((DNF_ROLE / "vars" / "main.yml").read_text())["__dnf_vendor_repository_specs"])
+    )
+    expected = [f"{name}-550.163.01-1.el9" for name in RHEL_USERSPACE]
+    expected += [f"{module_package}-550.163.01-1.el9"] if module_package else []
+    expected += ["nvidia-fabric-manager-550.163.01-1"]
+    assert specs == expected
+
+
+@pytest.mark.parametrize("host", ["rhel9", "rocky9"])
+def test_rhel_version_move_moves_every_package(host):
+    pinned = _pinned(host, True, nvidia_driver_version="550.144.03-1.el9")
+    assert set(pinned.values()) == {"550.144.03-1.el9", "550.144.03-1"}
+
+
+@pytest.mark.parametrize("host", ["rhel9", "rocky9"])
+def test_rhel_pins_pass_dnf_vendor_repository_validation(host):
+    """What nvidia_driver hands over is accepted by dnf_vendor_repository's own input check."""
+    include = _rhel_task("Add NVIDIA's CUDA repository and install the pinned, versionlocked driver packages")
+    handed = {k: ansible(host, v, __nvidia_driver_pinned=_pinned(host, True)) for k, v in include["vars"].items()}
+    assert handed["dnf_vendor_repository_name"] == "cuda-rhel9-x86_64"
+    assert handed["dnf_vendor_repository_url"].strip() == RHEL_REPO
+    assert handed["dnf_vendor_repository_module_stream"] == "nvidia-driver:550-dkms"
+    assert handed["dnf_vendor_repository_versionlock"] is True
+    validate = next(
+        t
+        for t in yaml.safe_load((DNF_ROLE / "tasks" / "main.yml").read_text())
+        if t["name"] == "Validate the role's inputs"
+    )
+    variables = {**yaml.safe_load((DNF_ROLE / "vars" / "main.yml").read_text()), **handed, **validate["vars"]}
+    templar = Templar(loader=DataLoader(), variables=_trusted(variables))
+    for condition in validate["ansible.builtin.assert"]["that"]:
+        assert templar.template(_trusted("{{ " + condition + " }}")) is True, condition
+
+
+@pytest.mark.parametrize("host", ["rhel9", "rocky9"])
+def test_rhel_distribution_source_is_refused(host):
+    refuse = _rhel_task("Refuse the distribution source on the RHEL family")["ansible.builtin.assert"]
+    assert ansible(host, "{{ " + refuse["that"] + " }}", nvidia_driver_source="distribution") is False
+    assert ansible(host, "{{ " + refuse["that"] + " }}") is True
+
+
+@pytest.mark.parametrize(("host", "tool"), [("rhel9", "dracut"), ("debian13", "update-initramfs")])
+def test_initramfs_tool_per_os_family(host, tool):
+    assert ansible(host, "{{ __nvidia_driver_initramfs_argv[0] | basename }}") == tool
 
 
 @pytest.mark.parametrize("host", sorted(FACTS))
@@ -230,3 +343,5 @@ def test_pinned_fingerprints_are_40_hex_digits_or_not_pinned_yet(host):
     if FACTS[host]["os_family"] == "Debian":
         assert len(v["nvidia_driver_distribution_key_fingerprint"]) == 40
         assert v["nvidia_driver_cuda_repo_key_fingerprint"] in ("", "EB693B3035CD5710E231E123A4B469963BF863CC")
+    else:
+        assert v["nvidia_driver_cuda_repo_key_fingerprint"] == NVIDIA_RPM_KEY
