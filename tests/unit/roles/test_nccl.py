@@ -180,7 +180,7 @@ NCCL_TESTS = {
     ("override", "accepted"),
     [
         ({}, True),
-        ({"nccl_tests_sha256": ""}, False),  # the default: no checksum is pinned, the site sets it
+        ({"nccl_tests_sha256": ""}, False),  # no checksum: refused, nothing is built unchecked
         ({"nccl_tests_sha256": "a" * 63}, False),
         ({"nccl_tests_mpi": True}, False),  # MPI=1 without MPI_HOME
         ({"nccl_tests_mpi": True, "nccl_tests_mpi_home": "/usr/lib/x86_64-linux-gnu/openmpi"}, True),
@@ -227,3 +227,9 @@ def test_make_gets_nccl_tests_build_interface():
 def test_nccl_check_looks_where_the_role_links_by_default():
     bin_dirs = re.search(r"default: \[(.*)\]", (PROJECT / "plugins/modules/nccl_check.py").read_text()).group(1)
     assert f"{DEFAULTS['nccl_tests_root']}/build" in [d.strip() for d in bin_dirs.split(",")]
+
+
+def test_the_default_nccl_tests_release_is_pinned_by_its_sha256():
+    defaults = yaml.safe_load((PROJECT / "roles" / "nccl" / "defaults" / "main.yml").read_text())
+    assert re.fullmatch(r"[0-9a-f]{64}", defaults["nccl_tests_sha256"])
+    assert "v{{ nccl_tests_version }}.tar.gz" in defaults["nccl_tests_url"]
