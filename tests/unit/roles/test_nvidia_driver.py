@@ -176,7 +176,7 @@ def test_debian_12_ships_535_and_nvidia_s_debian12_repository():
     base = "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
     assert v["nvidia_driver_cuda_repo_url"] == base
     assert v["nvidia_driver_cuda_repo_key_url"] == base + "3bf863cc.pub"
-    assert v["nvidia_driver_packages"] == ["cuda-drivers-550", "nvidia-driver-cuda", "nvidia-fabricmanager-550"]
+    assert v["nvidia_driver_packages"] == ["cuda-drivers-550", "nvidia-driver-cuda"]
     assert v["nvidia_driver_module_packages"] == ["nvidia-kernel-dkms"]
     # NVIDIA's packages name the module nvidia; Debian's nvidia-current.
     assert v["nvidia_driver_module_name"] == "nvidia"
@@ -206,7 +206,9 @@ def test_ubuntu_server_packages_and_nvidia_repository(host, tag, release):
         == f"https://developer.download.nvidia.com/compute/cuda/repos/{tag}/x86_64/"
     )
     assert n["nvidia_driver_cuda_repo_key_url"].strip().endswith(f"/{tag}/x86_64/3bf863cc.pub")
-    assert "nvidia-fabricmanager-570" in n["nvidia_driver_packages"]
+    assert "nvidia-utils-570" in n["nvidia_driver_packages"]
+    # Fabric Manager is the nvidia_fabricmanager role's, on NVSwitch node types only.
+    assert not any("fabricmanager" in name for name in n["nvidia_driver_packages"])
     assert n["nvidia_driver_module_packages"] == ["nvidia-dkms-570"]
 
 
@@ -257,7 +259,7 @@ def test_rhel_family_uses_nvidia_s_rhel9_repository(host):
         "kmod-nvidia-open-dkms"
     ]
     assert ansible(host, "{{ __nvidia_driver_dnf_repo_name }}") == "cuda-rhel9-x86_64"
-    assert ansible(host, "{{ nvidia_driver_other_packages }}") == {"nvidia-fabric-manager": "550.163.01-1"}
+    assert ansible(host, "{{ nvidia_driver_other_packages }}") == {}
 
 
 @pytest.mark.parametrize("host", ["rhel9", "rocky9"])
@@ -293,14 +295,13 @@ def test_rhel_name_version_release_specs(host, flavour, with_module, module_pack
     )
     expected = [f"{name}-550.163.01-1.el9" for name in RHEL_USERSPACE]
     expected += [f"{module_package}-550.163.01-1.el9"] if module_package else []
-    expected += ["nvidia-fabric-manager-550.163.01-1"]
     assert specs == expected
 
 
 @pytest.mark.parametrize("host", ["rhel9", "rocky9"])
 def test_rhel_version_move_moves_every_package(host):
     pinned = _pinned(host, True, nvidia_driver_version="550.144.03-1.el9")
-    assert set(pinned.values()) == {"550.144.03-1.el9", "550.144.03-1"}
+    assert set(pinned.values()) == {"550.144.03-1.el9"}
 
 
 @pytest.mark.parametrize("host", ["rhel9", "rocky9"])
