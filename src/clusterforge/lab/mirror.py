@@ -19,7 +19,9 @@ Three repositories, in the vendors' layouts:
 
 The vendor packages are stand-ins: built here with dpkg-deb, named and versioned like the
 vendor's, with "clusterforge test stand-in" in their Description, and installing nothing but a
-marker file under /usr/share/clusterforge-standin/. Two versions of each vendor package are in the
+marker file under /usr/share/clusterforge-standin/ (plus, for a few, the files a role test needs
+from the vendor's package, such as the Fabric Manager stand-in's systemd unit, which runs
+``/bin/sleep infinity``). Two versions of each vendor package are in the
 mirror so that version pins and holds can be tested. Real .deb files (for example from
 ``apt-get download``) can be added to either repository with ``--deb``.
 
@@ -65,6 +67,9 @@ class StandIn:
     name: str
     version: str
     depends: str = ""
+    # Further files the stand-in installs, (path relative to /, content): what a role test needs
+    # of the vendor's package besides its name and version (a systemd unit).
+    files: tuple[tuple[str, str], ...] = ()
 
 
 def _docker_standins(suite: str) -> list[StandIn]:
@@ -95,12 +100,28 @@ def _nvidia_standins() -> list[StandIn]:
     return out
 
 
+# The Fabric Manager stand-in's unit, under NVIDIA's unit name: the role enables it, and starts it
+# only where NVSwitch devices are present. It runs nothing of NVIDIA's.
+FABRICMANAGER_UNIT = (
+    "usr/lib/systemd/system/nvidia-fabricmanager.service",
+    "[Unit]\n"
+    f"Description=NVIDIA fabric manager service ({STANDIN_LABEL}, runs nothing)\n"
+    "\n"
+    "[Service]\n"
+    "Type=simple\n"
+    "ExecStart=/bin/sleep infinity\n"
+    "\n"
+    "[Install]\n"
+    "WantedBy=multi-user.target\n",
+)
+
+
 def _cuda_standins() -> list[StandIn]:
     out = []
     for version in ("550.127.08-1", "550.163.01-1"):
         out += [
             StandIn(CUDA, "nvidia-driver-cuda", version),
-            StandIn(CUDA, "nvidia-fabricmanager-550", version),
+            StandIn(CUDA, "nvidia-fabricmanager-550", version, files=(FABRICMANAGER_UNIT,)),
             StandIn(CUDA, "cuda-drivers-550", version, f"nvidia-driver-cuda (= {version})"),
         ]
     return out
@@ -160,6 +181,10 @@ def build_standin(pkg: StandIn, arch: str, out_dir: Path) -> Path:
             "Not the vendor's software: it carries the vendor's name and version so that\n"
             "clusterforge's role tests can exercise repository, pin and hold handling offline.\n"
         )
+        for path, content in pkg.files:
+            extra = tree / path
+            extra.parent.mkdir(parents=True, exist_ok=True)
+            extra.write_text(content)
         control = {
             "Package": pkg.name,
             "Version": pkg.version,
@@ -173,7 +198,9 @@ def build_standin(pkg: StandIn, arch: str, out_dir: Path) -> Path:
         lines = [f"{key}: {value}" for key, value in control.items()]
         lines += [
             f"Description: {STANDIN_LABEL} for {pkg.name} {pkg.version}",
-            f" {STANDIN_LABEL}: installs only /{STANDIN_MARKER_DIR}/{pkg.name}.",
+            f" {STANDIN_LABEL}: installs only /{STANDIN_MARKER_DIR}/{pkg.name}"
+            + "".join(f", /{path}" for path, _ in pkg.files)
+            + ".",
         ]
         (tree / "DEBIAN").mkdir()
         (tree / "DEBIAN" / "control").write_text("\n".join(lines) + "\n")

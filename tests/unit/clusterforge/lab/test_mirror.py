@@ -90,7 +90,10 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
             deb = root / repo["path"] / stanza["Filename"]
             files = subprocess.run(["dpkg-deb", "--contents", str(deb)], capture_output=True, text=True, check=True)
             paths = [line.split()[-1] for line in files.stdout.splitlines() if not line.endswith("/")]
-            assert paths == [f"./{mirror.STANDIN_MARKER_DIR}/{stanza['Package']}"], name
+            extra = (
+                [f"./{mirror.FABRICMANAGER_UNIT[0]}"] if stanza["Package"].startswith("nvidia-fabricmanager") else []
+            )
+            assert sorted(paths) == sorted([f"./{mirror.STANDIN_MARKER_DIR}/{stanza['Package']}", *extra]), name
     assert versions["nvidia-container-toolkit"] == {"1.17.8-1", "1.17.9-1"}
     assert versions["docker-ce"] == {"5:28.5.1-1~debian.13~trixie", "5:28.5.2-1~debian.13~trixie"}
     assert versions["nvidia-driver-cuda"] == {"550.127.08-1", "550.163.01-1"}
@@ -121,3 +124,14 @@ def test_a_real_deb_joins_a_repository_and_an_unknown_repository_is_refused(tmp_
     assert [p["Package"] for p in manifest["repos"]["docker"]["packages"]] == ["extra-tool"]
     with pytest.raises(ValueError, match="unknown repository 'nvidia'"):
         mirror.build(tmp_path / "other", arch="amd64", extra_debs={"nvidia": [real]})
+
+
+def test_the_fabric_manager_stand_in_carries_a_harmless_unit_of_nvidia_s_name(tmp_path):
+    pkg = next(p for p in mirror.default_standins() if p.name == "nvidia-fabricmanager-550")
+    deb = mirror.build_standin(pkg, "amd64", tmp_path)
+    tree = tmp_path / "tree"
+    subprocess.run(["dpkg-deb", "--extract", str(deb), str(tree)], check=True)
+    unit = (tree / "usr/lib/systemd/system/nvidia-fabricmanager.service").read_text()
+    assert mirror.STANDIN_LABEL in unit
+    assert "ExecStart=/bin/sleep infinity" in unit
+    assert [p.files for p in mirror.default_standins() if p.files and "fabricmanager" not in p.name] == []
