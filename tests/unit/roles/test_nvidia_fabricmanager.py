@@ -146,8 +146,8 @@ def test_rhel_family_takes_nvidia_fabric_manager_from_the_rhel9_repository(host)
     assert resolve(host, "nvidia_fabricmanager_repo_key_url").strip() == f"{BASE}/rhel9/x86_64/D42D0685.pub"
     assert resolve(host, "nvidia_fabricmanager_repo_name") == "cuda-rhel9-x86_64"
     assert resolve(host, "nvidia_fabricmanager_driver_packages") == ["nvidia-driver-cuda", "nvidia-driver"]
-    # NVIDIA's RPM key is not pinned here: the role refuses until the site sets the fingerprint.
-    assert resolve(host, "nvidia_fabricmanager_repo_key_fingerprint") == ""
+    # NVIDIA's RPM key D42D0685, the driver role's too.
+    assert resolve(host, "nvidia_fabricmanager_repo_key_fingerprint") == "610C7B14E068A878070DA4E99CD0A493D42D0685"
 
 
 def test_driver_packages_per_os():
@@ -289,13 +289,12 @@ def test_fabric_manager_must_be_the_installed_driver_s_version(driver, fabricman
         assert driver.split(":")[-1] in problems[0]
 
 
-def test_the_stack_check_passes_this_role_s_version_and_the_play_s_others():
-    task = _task(TASKS, "Check the GPU software stack is one NVIDIA supports")
-    stack = task["vars"]["__nvidia_fabricmanager_stack"]
-    assert stack["fabricmanager_version"] == "{{ nvidia_fabricmanager_version }}"
-    assert stack["nvswitch"] is True
-    assert stack["driver_version"] == "{{ nvidia_driver_version | default(none) }}"
-    assert "clusterforge_gpu_stack_problems" in task["vars"]["__nvidia_fabricmanager_stack_problems"]
+def test_the_stack_check_is_gpu_stack_check_for_an_nvswitch_system():
+    """The same check as preflight (roles/gpu_stack_check), named for this role; the role runs only
+    for NVSwitch systems, so the Fabric Manager pin is always checked against the driver."""
+    task = _task(TASKS, "Check the GPU software stack with this role's versions")
+    assert task["ansible.builtin.include_role"]["name"] == "gpu_stack_check"
+    assert task["vars"] == {"gpu_stack_check_caller": "nvidia_fabricmanager", "gpu_stack_check_nvswitch": True}
 
 
 @pytest.mark.parametrize(
