@@ -23,9 +23,11 @@ ansible-playbook site.yml --syntax-check
 step "lab node image (built once, then cached)"
 clusterforge lab image
 
-step "pytest"
-pytest
-
+# pytest and the Molecule scenarios are independent (each brings up containers of its own, named
+# apart) and spend much of their time waiting on apt and systemd, so they run CLUSTERFORGE_CI_JOBS
+# at a time (default 2). Each job's output goes to a log, printed whole when the job ends; the run
+# fails when any job fails.
+jobs=(pytest)
 for scenario in molecule/*/molecule.yml; do
   name=$(basename "$(dirname "$scenario")")
   # A scenario too long for CI (a real DKMS build) is marked on demand in its molecule.yml.
@@ -33,8 +35,33 @@ for scenario in molecule/*/molecule.yml; do
     step "molecule test -s $name: on demand, not run (CLUSTERFORGE_ON_DEMAND=1 runs it)"
     continue
   fi
-  step "molecule test -s $name"
-  molecule test -s "$name"
+  jobs+=("$name")
 done
 
-step "all tests passed"
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+run_job() {
+  local job=$1 logs=$2 start=$SECONDS rc=0
+  if [ "$job" = pytest ]; then
+    pytest >"$logs/$job.log" 2>&1 || rc=$?
+  else
+    molecule test -s "$job" >"$logs/$job.log" 2>&1 || rc=$?
+  fi
+  {
+    printf '\n==> %s (rc %s, %s s)\n' "$([ "$job" = pytest ] && echo pytest || echo "molecule test -s $job")" "$rc" "$((SECONDS - start))"
+    cat "$logs/$job.log"
+  } | flock "$logs/.print" cat
+  echo "$rc" >"$logs/$job.rc"
+}
+export -f run_job
+printf '%s\n' "${jobs[@]}" | xargs -P "${CLUSTERFORGE_CI_JOBS:-2}" -I{} bash -c 'run_job "$1" "$2"' _ {} "$logs"
+
+failed=()
+for job in "${jobs[@]}"; do
+  [ "$(cat "$logs/$job.rc" 2>/dev/null || echo missing)" = 0 ] || failed+=("$job")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  step "failed: ${failed[*]}"
+  exit 1
+fi
+step "all tests passed: ${jobs[*]}"
