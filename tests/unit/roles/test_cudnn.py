@@ -22,12 +22,42 @@ MAIN_TASKS = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
 PINNED = {name: DEFAULTS[name] for name in ("cudnn_version", "cudnn_cuda_major", "cudnn_package_release")}
 
 FACTS = {
-    "debian12": {"distribution": "Debian", "distribution_major_version": "12", "distribution_version": "12.12", "os_family": "Debian"},
-    "debian13": {"distribution": "Debian", "distribution_major_version": "13", "distribution_version": "13.2", "os_family": "Debian"},
-    "ubuntu2204": {"distribution": "Ubuntu", "distribution_major_version": "22", "distribution_version": "22.04", "os_family": "Debian"},
-    "ubuntu2404": {"distribution": "Ubuntu", "distribution_major_version": "24", "distribution_version": "24.04", "os_family": "Debian"},
-    "rhel9": {"distribution": "RedHat", "distribution_major_version": "9", "distribution_version": "9.6", "os_family": "RedHat"},
-    "rocky9": {"distribution": "Rocky", "distribution_major_version": "9", "distribution_version": "9.6", "os_family": "RedHat"},
+    "debian12": {
+        "distribution": "Debian",
+        "distribution_major_version": "12",
+        "distribution_version": "12.12",
+        "os_family": "Debian",
+    },
+    "debian13": {
+        "distribution": "Debian",
+        "distribution_major_version": "13",
+        "distribution_version": "13.2",
+        "os_family": "Debian",
+    },
+    "ubuntu2204": {
+        "distribution": "Ubuntu",
+        "distribution_major_version": "22",
+        "distribution_version": "22.04",
+        "os_family": "Debian",
+    },
+    "ubuntu2404": {
+        "distribution": "Ubuntu",
+        "distribution_major_version": "24",
+        "distribution_version": "24.04",
+        "os_family": "Debian",
+    },
+    "rhel9": {
+        "distribution": "RedHat",
+        "distribution_major_version": "9",
+        "distribution_version": "9.6",
+        "os_family": "RedHat",
+    },
+    "rocky9": {
+        "distribution": "Rocky",
+        "distribution_major_version": "9",
+        "distribution_version": "9.6",
+        "os_family": "RedHat",
+    },
 }
 APT_KEY = "EB693B3035CD5710E231E123A4B469963BF863CC"
 DNF_KEY = "610C7B14E068A878070DA4E99CD0A493D42D0685"
@@ -185,10 +215,19 @@ def test_the_archive_source_requires_a_sha256_by_default():
 
 @pytest.mark.parametrize(
     ("root", "accepted"),
-    [("/opt/cudnn", True), ("/usr/local/cudnn-9", True), ("/opt", False), ("/usr", False), ("opt/cudnn", False), ("/", False)],
+    [
+        ("/opt/cudnn", True),
+        ("/usr/local/cudnn-9", True),
+        ("/opt", False),
+        ("/usr", False),
+        ("opt/cudnn", False),
+        ("/", False),
+    ],
 )
 def test_archive_root_is_a_directory_of_the_roles_own(root, accepted):
-    assert _holds("Refuse an archive root that is not a directory of the role's own", cudnn_archive_root=root) is accepted
+    assert (
+        _holds("Refuse an archive root that is not a directory of the role's own", cudnn_archive_root=root) is accepted
+    )
 
 
 @pytest.mark.parametrize(
@@ -202,7 +241,10 @@ def test_archive_root_is_a_directory_of_the_roles_own(root, accepted):
 def test_debian_nvidia_cudnn_is_refused(packages, accepted):
     name = "Refuse Debian's nvidia-cudnn package"
     assert _holds(name, cudnn_packages=packages, **ROLE_VARS) is accepted
-    assert re.search(r"downloads cuDNN from NVIDIA at install time and fails\s+offline", _task(name)["ansible.builtin.assert"]["fail_msg"])
+    assert re.search(
+        r"downloads cuDNN from NVIDIA at install time and fails\s+offline",
+        _task(name)["ansible.builtin.assert"]["fail_msg"],
+    )
 
 
 @pytest.mark.parametrize(
