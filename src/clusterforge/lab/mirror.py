@@ -15,7 +15,7 @@ Three repositories, in the vendors' layouts:
   ``libnvidia-container/gpgkey``.
 - ``compute/cuda/repos/debian12/<x86_64|sbsa>``: NVIDIA's flat CUDA repository
   ``https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /``, key at
-  ``compute/cuda/repos/debian12/x86_64/3bf863cc.pub`` (the driver packages' stand-ins).
+  ``compute/cuda/repos/debian12/x86_64/3bf863cc.pub`` (the driver and cuDNN packages' stand-ins).
 
 The vendor packages are stand-ins: built here with dpkg-deb, named and versioned like the
 vendor's, with "clusterforge test stand-in" in their Description, and installing nothing but a
@@ -127,9 +127,26 @@ def _cuda_standins() -> list[StandIn]:
     return out
 
 
+def _cudnn_standins() -> list[StandIn]:
+    """cuDNN 9 for CUDA 12 as NVIDIA's CUDA repository names it (the cudnn role's repository path)."""
+    out = []
+    for version in ("9.10.2.21-1", "9.11.0.98-1"):
+        out += [
+            StandIn(CUDA, "libcudnn9-cuda-12", version),
+            StandIn(CUDA, "libcudnn9-headers-cuda-12", version),
+            StandIn(
+                CUDA,
+                "libcudnn9-dev-cuda-12",
+                version,
+                f"libcudnn9-cuda-12 (= {version}), libcudnn9-headers-cuda-12 (= {version})",
+            ),
+        ]
+    return out
+
+
 def default_standins(suite: str = "trixie") -> list[StandIn]:
     """Every stand-in package the mirror carries: two versions of each vendor package."""
-    return _docker_standins(suite) + _nvidia_standins() + _cuda_standins()
+    return _docker_standins(suite) + _nvidia_standins() + _cuda_standins() + _cudnn_standins()
 
 
 @dataclass

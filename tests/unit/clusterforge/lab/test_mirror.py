@@ -97,6 +97,7 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
     assert versions["nvidia-container-toolkit"] == {"1.17.8-1", "1.17.9-1"}
     assert versions["docker-ce"] == {"5:28.5.1-1~debian.13~trixie", "5:28.5.2-1~debian.13~trixie"}
     assert versions["nvidia-driver-cuda"] == {"550.127.08-1", "550.163.01-1"}
+    assert versions["libcudnn9-dev-cuda-12"] == {"9.10.2.21-1", "9.11.0.98-1"}
     assert set(versions) == {
         "nvidia-driver-cuda",
         "nvidia-fabricmanager-550",
@@ -108,6 +109,9 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
         "nvidia-container-toolkit-base",
         "libnvidia-container1",
         "libnvidia-container-tools",
+        "libcudnn9-cuda-12",
+        "libcudnn9-headers-cuda-12",
+        "libcudnn9-dev-cuda-12",
     }
 
 
