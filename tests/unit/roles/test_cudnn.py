@@ -13,7 +13,6 @@ from ansible.template import Templar
 from tests.paths import PROJECT, load_plugin
 
 _trusted = load_plugin("plugins/inventory/topology.py")._trusted
-_stack_problems = load_plugin("plugins/filter/gpu_stack.py").gpu_stack_problems
 
 ROLE = PROJECT / "roles" / "cudnn"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
@@ -245,17 +244,3 @@ def test_debian_nvidia_cudnn_is_refused(packages, accepted):
         r"downloads cuDNN from NVIDIA at install time and fails\s+offline",
         _task(name)["ansible.builtin.assert"]["fail_msg"],
     )
-
-
-@pytest.mark.parametrize(
-    ("cuda_version", "problems"),
-    [(None, 0), ("12.4", 0), ("12.9.1", 0), ("13.0", 1), ("11.8", 1)],
-)
-def test_the_role_checks_its_build_against_the_stack_cuda(cuda_version, problems):
-    """The role passes its two names and cuda_version to the preflight filter (as playbooks/preflight.yml)."""
-    expression = _task("Check cuDNN fits the CUDA of the GPU stack")["vars"]["__cudnn_stack_problems"]
-    stack = expression.replace("| clusterforge_gpu_stack_problems", "").strip()
-    variables = {**PINNED} if cuda_version is None else {**PINNED, "cuda_version": cuda_version}
-    rendered = _render(stack, **variables)
-    assert set(rendered) == {"cudnn_version", "cudnn_cuda_major", "cuda_version"}
-    assert len(_stack_problems(rendered)) == problems
