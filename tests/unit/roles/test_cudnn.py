@@ -7,12 +7,11 @@ import re
 
 import pytest
 import yaml
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
 
-from tests.paths import PROJECT, load_plugin
-
-_trusted = load_plugin("plugins/inventory/topology.py")._trusted
+from tests.paths import PROJECT
+from tests.unit.roles.harness import OS_FACTS as FACTS
+from tests.unit.roles.harness import render as _render
+from tests.unit.roles.harness import vars_file
 
 ROLE = PROJECT / "roles" / "cudnn"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
@@ -20,62 +19,12 @@ ROLE_VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
 MAIN_TASKS = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
 PINNED = {name: DEFAULTS[name] for name in ("cudnn_version", "cudnn_cuda_major", "cudnn_package_release")}
 
-FACTS = {
-    "debian12": {
-        "distribution": "Debian",
-        "distribution_major_version": "12",
-        "distribution_version": "12.12",
-        "os_family": "Debian",
-    },
-    "debian13": {
-        "distribution": "Debian",
-        "distribution_major_version": "13",
-        "distribution_version": "13.2",
-        "os_family": "Debian",
-    },
-    "ubuntu2204": {
-        "distribution": "Ubuntu",
-        "distribution_major_version": "22",
-        "distribution_version": "22.04",
-        "os_family": "Debian",
-    },
-    "ubuntu2404": {
-        "distribution": "Ubuntu",
-        "distribution_major_version": "24",
-        "distribution_version": "24.04",
-        "os_family": "Debian",
-    },
-    "rhel9": {
-        "distribution": "RedHat",
-        "distribution_major_version": "9",
-        "distribution_version": "9.6",
-        "os_family": "RedHat",
-    },
-    "rocky9": {
-        "distribution": "Rocky",
-        "distribution_major_version": "9",
-        "distribution_version": "9.6",
-        "os_family": "RedHat",
-    },
-}
 APT_KEY = "EB693B3035CD5710E231E123A4B469963BF863CC"
 DNF_KEY = "610C7B14E068A878070DA4E99CD0A493D42D0685"
 
 
-def _render(expression, **variables):
-    return Templar(loader=DataLoader(), variables=_trusted(variables)).template(_trusted(expression))
-
-
 def _vars_file(facts: dict) -> str:
-    """The file the role's first_found picks, in the role's order."""
-    for name in (
-        f"{facts['distribution']}-{facts['distribution_major_version']}.yml",
-        f"{facts['distribution']}.yml",
-        f"{facts['os_family']}.yml",
-    ):
-        if (ROLE / "vars" / name).is_file():
-            return name
-    raise AssertionError(f"no vars file for {facts}")
+    return vars_file(ROLE, facts).name
 
 
 def _os(host: str, **overrides) -> dict:

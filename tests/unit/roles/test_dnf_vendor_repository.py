@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
 
-from tests.paths import PROJECT, load_plugin
-
-_trusted = load_plugin("plugins/inventory/topology.py")._trusted
+from tests.paths import PROJECT
+from tests.unit.roles.harness import render
 
 ROLE = PROJECT / "roles" / "dnf_vendor_repository"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
@@ -33,12 +30,12 @@ NCCL = {
 }
 
 
+def _render(expression, variables):
+    return render(expression, **variables)
+
+
 def _variables(**overrides) -> dict:
     return {**DEFAULTS, **ROLE_VARS, **NCCL, **overrides}
-
-
-def _render(expression, variables):
-    return Templar(loader=DataLoader(), variables=_trusted(variables)).template(_trusted(expression))
 
 
 def _task(name: str) -> dict:

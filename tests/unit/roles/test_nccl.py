@@ -6,12 +6,9 @@ import re
 
 import pytest
 import yaml
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
 
-from tests.paths import PROJECT, load_plugin
-
-_trusted = load_plugin("plugins/inventory/topology.py")._trusted
+from tests.paths import PROJECT
+from tests.unit.roles.harness import render as _render
 
 ROLE = PROJECT / "roles" / "nccl"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
@@ -31,10 +28,6 @@ EL9 = {
     "rhel9": {"distribution": "RedHat", "distribution_major_version": "9", "os_family": "RedHat"},
     "rocky9": {"distribution": "Rocky", "distribution_major_version": "9", "os_family": "RedHat"},
 }
-
-
-def _render(expression, **variables):
-    return Templar(loader=DataLoader(), variables=_trusted(variables)).template(_trusted(expression))
 
 
 def _os(file_name: str, **overrides) -> dict:

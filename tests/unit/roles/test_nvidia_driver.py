@@ -13,75 +13,20 @@ from jinja2 import StrictUndefined
 from jinja2.nativetypes import NativeEnvironment
 
 from tests.paths import PROJECT, load_plugin
+from tests.unit.roles.harness import OS_FACTS as FACTS
+from tests.unit.roles.harness import vars_file
 
 ROLE = PROJECT / "roles" / "nvidia_driver"
 ENV = NativeEnvironment(undefined=StrictUndefined)
 _trusted = load_plugin("plugins/inventory/topology.py")._trusted
 
-FACTS = {
-    "debian13": {
-        "distribution": "Debian",
-        "distribution_major_version": "13",
-        "distribution_version": "13.2",
-        "distribution_release": "trixie",
-        "os_family": "Debian",
-        "kernel": "6.12.57+deb13-amd64",
-    },
-    "debian12": {
-        "distribution": "Debian",
-        "distribution_major_version": "12",
-        "distribution_version": "12.12",
-        "distribution_release": "bookworm",
-        "os_family": "Debian",
-        "kernel": "6.1.0-40-amd64",
-    },
-    "ubuntu2204": {
-        "distribution": "Ubuntu",
-        "distribution_major_version": "22",
-        "distribution_version": "22.04",
-        "distribution_release": "jammy",
-        "os_family": "Debian",
-        "kernel": "5.15.0-160-generic",
-    },
-    "ubuntu2404": {
-        "distribution": "Ubuntu",
-        "distribution_major_version": "24",
-        "distribution_version": "24.04",
-        "distribution_release": "noble",
-        "os_family": "Debian",
-        "kernel": "6.8.0-87-generic",
-    },
-    "rhel9": {
-        "distribution": "RedHat",
-        "distribution_major_version": "9",
-        "distribution_version": "9.6",
-        "distribution_release": "Plow",
-        "os_family": "RedHat",
-        "kernel": "5.14.0-570.el9.x86_64",
-    },
-    "rocky9": {
-        "distribution": "Rocky",
-        "distribution_major_version": "9",
-        "distribution_version": "9.6",
-        "distribution_release": "Blue Onyx",
-        "os_family": "RedHat",
-        "kernel": "5.14.0-570.el9.x86_64",
-    },
-}
+
+def _vars_file(facts: dict):
+    return vars_file(ROLE, facts)
 
 
 def _load(path):
     return yaml.safe_load(path.read_text()) or {}
-
-
-def _vars_file(facts: dict):
-    """The file the role's first_found picks, in the role's order."""
-    names = (
-        f"{facts['distribution']}-{facts['distribution_major_version']}.yml",
-        f"{facts['distribution']}.yml",
-        f"{facts['os_family']}.yml",
-    )
-    return next(ROLE / "vars" / n for n in names if (ROLE / "vars" / n).is_file())
 
 
 def _render(value, context):

@@ -10,12 +10,12 @@ import subprocess
 
 import pytest
 import yaml
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
 
-from tests.paths import PROJECT, filters, load_plugin
+from tests.paths import PROJECT, filters
+from tests.unit.roles.harness import OS_FACTS as FACTS
+from tests.unit.roles.harness import render as _render
+from tests.unit.roles.harness import vars_file
 
-_trusted = load_plugin("plugins/inventory/topology.py")._trusted
 stack_problems = filters("plugins/filter/gpu_stack.py")["clusterforge_gpu_stack_problems"]
 
 ROLE = PROJECT / "roles" / "nvidia_fabricmanager"
@@ -26,58 +26,9 @@ MAIN = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
 BASE = "https://developer.download.nvidia.com/compute/cuda/repos"
 NVIDIA_KEY = "EB693B3035CD5710E231E123A4B469963BF863CC"
 
-FACTS = {
-    "debian13": {
-        "distribution": "Debian",
-        "distribution_major_version": "13",
-        "distribution_version": "13.2",
-        "os_family": "Debian",
-    },
-    "debian12": {
-        "distribution": "Debian",
-        "distribution_major_version": "12",
-        "distribution_version": "12.12",
-        "os_family": "Debian",
-    },
-    "ubuntu2204": {
-        "distribution": "Ubuntu",
-        "distribution_major_version": "22",
-        "distribution_version": "22.04",
-        "os_family": "Debian",
-    },
-    "ubuntu2404": {
-        "distribution": "Ubuntu",
-        "distribution_major_version": "24",
-        "distribution_version": "24.04",
-        "os_family": "Debian",
-    },
-    "rhel9": {
-        "distribution": "RedHat",
-        "distribution_major_version": "9",
-        "distribution_version": "9.6",
-        "os_family": "RedHat",
-    },
-    "rocky9": {
-        "distribution": "Rocky",
-        "distribution_major_version": "9",
-        "distribution_version": "9.6",
-        "os_family": "RedHat",
-    },
-}
-
-
-def _render(expression, **variables):
-    return Templar(loader=DataLoader(), variables=_trusted(variables)).template(_trusted(expression))
-
 
 def _vars_file(facts: dict):
-    """The file the role's first_found picks, in the role's order."""
-    names = (
-        f"{facts['distribution']}-{facts['distribution_major_version']}.yml",
-        f"{facts['distribution']}.yml",
-        f"{facts['os_family']}.yml",
-    )
-    return next(ROLE / "vars" / n for n in names if (ROLE / "vars" / n).is_file())
+    return vars_file(ROLE, facts)
 
 
 def resolve(host: str, name: str, **overrides):

@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
 
-from tests.paths import PROJECT, load_plugin
+from tests.paths import PROJECT
+from tests.unit.roles.harness import render as _render
 
 # Role files are templates to Ansible; plain YAML strings are not until marked so, as the
 # topology inventory plugin marks what it reads.
-_trusted = load_plugin("plugins/inventory/topology.py")._trusted
 
 ROLE = PROJECT / "roles" / "os_tuning"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
 MAIN_TASKS = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
-
-
-def _render(expression, **variables):
-    return Templar(loader=DataLoader(), variables=_trusted(variables)).template(_trusted(expression))
 
 
 @pytest.mark.parametrize(
