@@ -120,7 +120,7 @@ def test_debian_13_non_free_signed_by_the_archive_keyring():
     assert rendered == {
         "cuda_debian_mirror_url": "http://deb.debian.org/debian",
         "cuda_debian_suites": ["trixie"],
-        "cuda_debian_components": ["non-free"],
+        "cuda_debian_components": ["contrib", "non-free"],
         "cuda_debian_key_fingerprint": "04B54C3CDCA79751B16BC6B5225629DF75B188BD",
     }
 
