@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import filter_loader
 from ansible.template import Templar
 
 from tests.paths import PROJECT, load_plugin
@@ -185,6 +186,25 @@ def test_distribution_refuses_releases_side_by_side_naming_why():
 def test_packages_exist_for_the_release(file_name, override, accepted):
     task = _assert_task("Check the role has packages for the release, source and components")
     assert _holds(task, file_name, **override) is accepted
+
+
+@pytest.mark.parametrize(
+    ("driver", "versions", "problems"),
+    [
+        ({}, ["12.6"], []),  # no driver defined: not checked
+        ({"nvidia_driver_version": "550.163.01", "nvidia_driver_branch": "550"}, [], []),
+        ({"nvidia_driver_version": "550.163.01", "nvidia_driver_branch": "550"}, ["12.6"], ["CUDA 12.6 needs"]),
+        ({"nvidia_driver_version": "535.247.01", "nvidia_driver_branch": "535"}, [], ["CUDA 12.4 needs"]),
+    ],
+)
+def test_every_release_is_checked_against_the_driver(driver, versions, problems):
+    filter_loader.add_directory(str(PROJECT / "plugins" / "filter"))
+    task = next(t for t in MAIN_TASKS if t["name"] == "Refuse a CUDA release the driver cannot run")
+    variables = {**_variables("Ubuntu-24.yml", cuda_versions=versions, **driver), **task["vars"]}
+    found = _render("{{ __cuda_stack_problems }}", **variables)
+    assert len(found) == len(problems)
+    assert all(message.startswith(start) for message, start in zip(found, problems, strict=True)), found
+    assert _render("{{ " + task["ansible.builtin.assert"]["that"] + " }}", **variables) is (not problems)
 
 
 def test_compatibility_assert_passes_the_preflight_names():
