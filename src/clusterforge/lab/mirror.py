@@ -15,7 +15,8 @@ Three repositories, in the vendors' layouts:
   ``libnvidia-container/gpgkey``.
 - ``compute/cuda/repos/debian12/<x86_64|sbsa>``: NVIDIA's flat CUDA repository
   ``https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /``, key at
-  ``compute/cuda/repos/debian12/x86_64/3bf863cc.pub`` (the driver and cuDNN packages' stand-ins).
+  ``compute/cuda/repos/debian12/x86_64/3bf863cc.pub`` (the driver packages', the CUDA toolkit
+  metapackages' and cuDNN's stand-ins).
 
 The vendor packages are stand-ins: built here with dpkg-deb, named and versioned like the
 vendor's, with "clusterforge test stand-in" in their Description, and installing nothing but a
@@ -144,9 +145,19 @@ def _cudnn_standins() -> list[StandIn]:
     return out
 
 
+def _cuda_toolkit_standins() -> list[StandIn]:
+    """The CUDA toolkit metapackages of two releases, two updates each, for side-by-side installs."""
+    out = []
+    for release, updates in (("12-4", ("12.4.0-1", "12.4.1-1")), ("12-6", ("12.6.2-1", "12.6.3-1"))):
+        out += [StandIn(CUDA, f"cuda-toolkit-{release}", version) for version in updates]
+    return out
+
+
 def default_standins(suite: str = "trixie") -> list[StandIn]:
     """Every stand-in package the mirror carries: two versions of each vendor package."""
-    return _docker_standins(suite) + _nvidia_standins() + _cuda_standins() + _cudnn_standins()
+    return (
+        _docker_standins(suite) + _nvidia_standins() + _cuda_standins() + _cuda_toolkit_standins() + _cudnn_standins()
+    )
 
 
 @dataclass

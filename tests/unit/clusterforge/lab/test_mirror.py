@@ -98,10 +98,14 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
     assert versions["docker-ce"] == {"5:28.5.1-1~debian.13~trixie", "5:28.5.2-1~debian.13~trixie"}
     assert versions["nvidia-driver-cuda"] == {"550.127.08-1", "550.163.01-1"}
     assert versions["libcudnn9-dev-cuda-12"] == {"9.10.2.21-1", "9.11.0.98-1"}
+    assert versions["cuda-toolkit-12-4"] == {"12.4.0-1", "12.4.1-1"}
+    assert versions["cuda-toolkit-12-6"] == {"12.6.2-1", "12.6.3-1"}
     assert set(versions) == {
         "nvidia-driver-cuda",
         "nvidia-fabricmanager-550",
         "cuda-drivers-550",
+        "cuda-toolkit-12-4",
+        "cuda-toolkit-12-6",
         "docker-ce",
         "docker-ce-cli",
         "containerd.io",
