@@ -102,7 +102,7 @@ def test_a_roles_own_check_names_the_role_and_sees_its_defaults(tmp_path):
     assert "cuda: pinned_535: this GPU software stack cannot work: CUDA 12.4 needs NVIDIA driver 550.54.14" in text
 
 
-@pytest.mark.parametrize("role", ["nvidia_driver", "nccl", "cudnn"])
+@pytest.mark.parametrize("role", ["nvidia_driver", "cuda", "cudnn", "nccl"])
 def test_each_gpu_role_checks_the_stack_before_it_installs(role):
     tasks = yaml.safe_load((PROJECT / "roles" / role / "tasks" / "main.yml").read_text())
     names = [task.get("ansible.builtin.include_role", {}).get("name") or task.get("name") for task in tasks]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
-from ansible.plugins.loader import filter_loader
 from ansible.template import Templar
 
 from tests.paths import PROJECT, load_plugin
@@ -110,8 +109,12 @@ def test_nvidia_repository_per_os(file_name, repo):
     assert rendered["cuda_repo_url"] == f"https://developer.download.nvidia.com/compute/cuda/repos/{repo}/x86_64/"
     key = "D42D0685.pub" if repo.startswith("rhel") else "3bf863cc.pub"
     assert rendered["cuda_repo_key_url"] == rendered["cuda_repo_url"] + key
-    # RHEL's key fingerprint is not pinned (not verified from here): the RHEL tasks refuse an empty one.
-    expected = "" if repo.startswith("rhel") else "EB693B3035CD5710E231E123A4B469963BF863CC"
+    # NVIDIA's apt key 3bf863cc and RPM key D42D0685 (cuda-repo-management SIGNATURES.md).
+    expected = (
+        "610C7B14E068A878070DA4E99CD0A493D42D0685"
+        if repo.startswith("rhel")
+        else "EB693B3035CD5710E231E123A4B469963BF863CC"
+    )
     assert rendered["cuda_repo_key_fingerprint"] == expected
 
 
@@ -120,8 +123,8 @@ def test_debian_13_non_free_signed_by_the_archive_keyring():
     rendered = _os("Debian-13.yml", *names)
     assert rendered == {
         "cuda_debian_mirror_url": "http://deb.debian.org/debian",
-        "cuda_debian_suites": ["trixie"],
-        "cuda_debian_components": ["contrib", "non-free"],
+        "cuda_debian_suites": ["trixie", "trixie-updates"],
+        "cuda_debian_components": ["contrib", "non-free", "non-free-firmware"],
         "cuda_debian_key_fingerprint": "04B54C3CDCA79751B16BC6B5225629DF75B188BD",
     }
 
@@ -188,31 +191,13 @@ def test_packages_exist_for_the_release(file_name, override, accepted):
     assert _holds(task, file_name, **override) is accepted
 
 
-@pytest.mark.parametrize(
-    ("driver", "versions", "problems"),
-    [
-        ({}, ["12.6"], []),  # no driver defined: not checked
-        ({"nvidia_driver_version": "550.163.01", "nvidia_driver_branch": "550"}, [], []),
-        ({"nvidia_driver_version": "550.163.01", "nvidia_driver_branch": "550"}, ["12.6"], ["CUDA 12.6 needs"]),
-        ({"nvidia_driver_version": "535.247.01", "nvidia_driver_branch": "535"}, [], ["CUDA 12.4 needs"]),
-    ],
-)
-def test_every_release_is_checked_against_the_driver(driver, versions, problems):
-    filter_loader.add_directory(str(PROJECT / "plugins" / "filter"))
-    task = next(t for t in MAIN_TASKS if t["name"] == "Refuse a CUDA release the driver cannot run")
-    variables = {**_variables("Ubuntu-24.yml", cuda_versions=versions, **driver), **task["vars"]}
-    found = _render("{{ __cuda_stack_problems }}", **variables)
-    assert len(found) == len(problems)
-    assert all(message.startswith(start) for message, start in zip(found, problems, strict=True)), found
-    assert _render("{{ " + task["ansible.builtin.assert"]["that"] + " }}", **variables) is (not problems)
-
-
-def test_compatibility_assert_passes_the_preflight_names():
-    task = next(t for t in MAIN_TASKS if t["name"] == "Refuse a CUDA release the driver cannot run")
-    stack = task["vars"]["__cuda_stack_problems"]
-    for name in ("nvidia_driver_version", "nvidia_driver_branch", "cudnn_version", "nccl_cuda_version"):
-        assert f"{name} | default(none)" in stack
-    assert "clusterforge_gpu_stack_problems" in stack and "__cuda_all_versions" in stack
+def test_every_release_installed_is_checked_as_preflight_checks_it():
+    """roles/gpu_stack_check, once per release, with that release as cuda_version."""
+    task = next(t for t in MAIN_TASKS if t["name"] == "Check the GPU software stack with each release installed")
+    assert task["ansible.builtin.include_role"] == {"name": "gpu_stack_check"}
+    assert task["loop"] == "{{ __cuda_all_versions }}"
+    release = task["loop_control"]["loop_var"]
+    assert task["vars"] == {"gpu_stack_check_caller": "cuda", "gpu_stack_check_cuda_version": "{{ " + release + " }}"}
 
 
 def _template(name: str, file_name: str, **overrides) -> str:
