@@ -55,7 +55,8 @@ def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
     first = clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"], check=False)
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr
     assert _summary(first.stdout)["failed"] == 0
-    # The gpu stage's small lab set: the real driver userspace, held, and no module without a GPU.
+    # The gpu stage's small lab set: the real driver userspace and CUDA runtime, held, and no module
+    # without a GPU.
     assert "skipped: nvidia kernel module: no GPU hardware" in _newest_run_messages(lab_state)
 
     second = clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"], check=False)
@@ -66,7 +67,7 @@ def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
     live = node.exec_run(["sysctl", "-n", "net.ipv4.tcp_rmem"]).output.decode().split()
     assert live == ["4096", "87380", "2147483647"]
     held = node.exec_run(["apt-mark", "showhold"]).output.decode().split()
-    assert {"nvidia-smi", "libcuda1", "libnvidia-ml1"} <= set(held)
+    assert {"nvidia-smi", "libcuda1", "libnvidia-ml1", "libcudart12"} <= set(held)
 
 
 def test_check_mode_on_a_converged_lab_changes_nothing(lab):
