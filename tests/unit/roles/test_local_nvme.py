@@ -60,7 +60,8 @@ def test_auto_takes_the_nvme_data_drives_and_never_the_os_drive():
     result = drives_of(_probe([OS_DISK, *DATA], DGX_MOUNTS), "auto", "/raid")
     assert result["drives"] == [f"/dev/nvme{i}n1" for i in range(1, 5)]
     assert result["refused"] == []
-    assert result["excluded"] == [{"device": "/dev/nvme0n1", "reason": "holds the OS: /dev/nvme0n1p1 is mounted at /boot/efi"}]
+    reason = "holds the OS: /dev/nvme0n1p1 is mounted at /boot/efi"
+    assert result["excluded"] == [{"device": "/dev/nvme0n1", "reason": reason}]
     assert result["array"] == ""
 
 
@@ -141,7 +142,8 @@ def test_an_array_spanning_drives_outside_the_selection_is_refused():
     members = [_disk(f"nvme{i}n1", children=[md]) for i in (1, 2, 3)]
     result = drives_of(_probe(members), ["/dev/nvme1n1", "/dev/nvme2n1"], "/raid")
     assert result["drives"] == []
-    assert result["refused"][0] == {"device": "/dev/nvme1n1", "reason": "member of /dev/md127, which also spans /dev/nvme3n1"}
+    reason = "member of /dev/md127, which also spans /dev/nvme3n1"
+    assert result["refused"][0] == {"device": "/dev/nvme1n1", "reason": reason}
 
 
 def test_an_active_member_of_another_array_is_refused():
