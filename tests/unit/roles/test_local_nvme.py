@@ -6,6 +6,8 @@ lsblk --json --tree, findmnt --json --list and wipefs --no-act --json print them
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
@@ -70,6 +72,26 @@ def test_the_os_drive_is_found_from_findmnt_when_lsblk_shows_no_mountpoints():
     result = drives_of(_probe([bare, DATA[0]], DGX_MOUNTS), "auto", "/raid")
     assert result["drives"] == ["/dev/nvme1n1"]
     assert "holds the OS" in result["excluded"][0]["reason"]
+
+
+def test_os_drives_in_an_md_raid1_are_left_out():
+    """DGX A100 layout: the OS on md0, RAID1 of partitions on nvme0n1 and nvme1n1."""
+    os_md = {"name": "md0", "path": "/dev/md0", "type": "raid1", "mountpoints": ["/"]}
+    os_disks = [
+        _disk(
+            f"nvme{i}n1",
+            children=[
+                _part(f"nvme{i}n1p1", ["/boot/efi"] if i == 0 else []),
+                {**_part(f"nvme{i}n1p2"), "children": [os_md]},
+            ],
+        )
+        for i in (0, 1)
+    ]
+    data = [_disk(f"nvme{i}n1") for i in (2, 3)]
+    result = drives_of(_probe([*os_disks, *data], [("/", "/dev/md0")]), "auto", "/raid")
+    assert result["drives"] == ["/dev/nvme2n1", "/dev/nvme3n1"]
+    assert [e["device"] for e in result["excluded"]] == ["/dev/nvme0n1", "/dev/nvme1n1"]
+    assert all(e["reason"].startswith("holds the OS") for e in result["excluded"])
 
 
 def test_a_lab_container_has_no_nvme_data_drives():
@@ -284,3 +306,57 @@ def test_the_mdadm_configuration_and_initramfs_command_per_os(os_id):
         assert (conf, command) == ("/etc/mdadm/mdadm.conf", ["update-initramfs", "-u"])
     else:
         assert (conf, command) == ("/etc/mdadm.conf", ["dracut", "--force"])
+
+
+# --- the commands the role runs, rendered from tasks/hot_tier.yml ---------------------------
+
+HOT_TIER = {task["name"]: task for task in yaml.safe_load((ROLE / "tasks" / "hot_tier.yml").read_text())}
+RECORD = {task["name"]: task for task in HOT_TIER["Record the array in the mdadm configuration"]["block"]}
+SETTINGS = {name: value for name, value in DEFAULTS.items() if not str(value).startswith("{{")}
+
+
+def test_the_raid0_array_is_created_with_its_name_chunk_and_every_drive():
+    drives = {"drives": ["/dev/nvme1n1", "/dev/nvme2n1"], "refused": [], "excluded": [], "array": ""}
+    plan = plan_of(drives, {}, "xfs", "nvme-hot", False, "/dev/md/hot")
+    argv = _render(
+        HOT_TIER["Create the md RAID0 array"]["ansible.builtin.command"]["argv"],
+        __local_nvme_plan=plan,
+        __local_nvme_drives=drives,
+        **SETTINGS,
+    )
+    assert argv == [
+        "mdadm", "--create", "/dev/md/hot", "--run", "--level=0", "--metadata=1.2", "--name=hot",
+        "--chunk=512", "--raid-devices=2", "/dev/nvme1n1", "/dev/nvme2n1",
+    ]  # fmt: skip
+
+
+def test_mkfs_labels_the_file_system_and_passes_the_extra_options():
+    plan = {"target": "/dev/md/hot"}
+    argv = HOT_TIER["Make the file system"]["ansible.builtin.command"]["argv"]
+    variables = SETTINGS | {"local_nvme_fstype": "ext4", "local_nvme_mkfs_options": ["-m", "0"]}
+    assert _render(argv, __local_nvme_plan=plan, **variables) == [
+        "mkfs.ext4",
+        "-L",
+        "nvme-hot",
+        "-m",
+        "0",
+        "/dev/md/hot",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "replaced"),
+    [
+        ("ARRAY /dev/md/hot metadata=1.2 UUID=3d6e1e4a:1f2b7c9d:aa55aa55:0f0f0f0f name=gpu-node-07:hot", True),
+        ("ARRAY /dev/md127 metadata=1.2 name=gpu-node-07:hot UUID=3d6e1e4a:1f2b7c9d:aa55aa55:0f0f0f0f", True),
+        ("ARRAY /dev/md/hotter metadata=1.2 UUID=3d6e1e4a:1f2b7c9d:aa55aa55:0f0f0f0f name=gpu-node-07:hotter", False),
+        ("ARRAY /dev/md0 metadata=1.2 UUID=11111111:22222222:33333333:44444444 name=gpu-node-07:0", False),
+    ],
+    ids=["own-by-name", "own-other-path", "another-array", "the-os-array"],
+)
+def test_the_mdadm_configuration_line_replaces_only_the_hot_tiers_own(line, replaced):
+
+    pattern = _render(
+        RECORD["Write the array's line in the mdadm configuration"]["ansible.builtin.lineinfile"]["regexp"], **SETTINGS
+    )
+    assert bool(re.search(pattern, line)) is replaced
