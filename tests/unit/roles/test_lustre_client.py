@@ -260,3 +260,28 @@ def test_no_mounts_installs_nothing_and_says_so():
         "ansible.builtin.include_tasks",
         "ansible.builtin.debug",
     ]
+
+
+def test_an_mgs_that_does_not_answer_is_refused_naming_its_nids_and_mount_point():
+    tasks = yaml.safe_load((ROLE / "tasks" / "mounts.yml").read_text())
+    refuse = next(t for t in tasks if t["name"] == "Refuse to mount a file system whose MGS does not answer")
+    variables = {
+        **refuse["vars"],
+        "lustre_client_mgs_timeout": 5,
+        "__lustre_client_mgs": {
+            "results": [
+                {"item": "10.0.0.1@tcp", "rc": 124},
+                {"item": "10.10.0.1@o2ib0", "rc": 1},
+                {"item": "10.0.0.2@tcp", "rc": 0},
+            ]
+        },
+        "__lustre_client_pending": [
+            {"fsname": "home", "mgs_nids": ["10.0.0.1@tcp", "10.10.0.1@o2ib0"], "mount_point": "/home"},
+            {"fsname": "work", "mgs_nids": ["10.0.0.1@tcp", "10.0.0.2@tcp"], "mount_point": "/work"},
+        ],
+    }
+    assert [m["fsname"] for m in render(variables["__lustre_client_silent"], **variables)] == ["home"]
+    assert render(refuse["ansible.builtin.assert"]["fail_msg"], **variables) == (
+        "lustre_client: the MGS of home does not answer at 10.0.0.1@tcp, 10.10.0.1@o2ib0 (10.0.0.1@tcp: no TCP"
+        " connection to port 988; 10.10.0.1@o2ib0: lctl ping failed, within 5 s): not mounting /home"
+    )
