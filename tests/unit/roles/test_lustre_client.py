@@ -268,6 +268,7 @@ def test_an_mgs_that_does_not_answer_is_refused_naming_its_nids_and_mount_point(
     variables = {
         **refuse["vars"],
         "lustre_client_mgs_timeout": 5,
+        "ansible_check_mode": False,
         "__lustre_client_mgs": {
             "results": [
                 {"item": "10.0.0.1@tcp", "rc": 124},
@@ -285,3 +286,15 @@ def test_an_mgs_that_does_not_answer_is_refused_naming_its_nids_and_mount_point(
         "lustre_client: the MGS of home does not answer at 10.0.0.1@tcp, 10.10.0.1@o2ib0 (10.0.0.1@tcp: no TCP"
         " connection to port 988; 10.10.0.1@o2ib0: lctl ping failed, within 5 s): not mounting /home"
     )
+
+
+def test_a_check_run_without_lctl_yet_does_not_refuse_o2ib_nids():
+    tasks = yaml.safe_load((ROLE / "tasks" / "mounts.yml").read_text())
+    refuse = next(t for t in tasks if t["name"] == "Refuse to mount a file system whose MGS does not answer")
+    variables = {
+        **refuse["vars"],
+        "__lustre_client_mgs": {"results": [{"item": "10.10.0.1@o2ib0", "rc": 127}]},
+        "__lustre_client_pending": [{"fsname": "home", "mgs_nids": ["10.10.0.1@o2ib0"], "mount_point": "/home"}],
+    }
+    assert render(variables["__lustre_client_silent"], ansible_check_mode=True, **variables) == []
+    assert len(render(variables["__lustre_client_silent"], ansible_check_mode=False, **variables)) == 1
