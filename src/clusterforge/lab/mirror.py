@@ -6,7 +6,7 @@ a throw-away GPG key made when it is built, so the roles' key handling (keyring 
 /etc/apt/keyrings, fingerprint check, ``signed-by``) is exercised for real, and apt verifies
 every index it reads.
 
-Three repositories, in the vendors' layouts:
+Four repositories, in the vendors' layouts:
 
 - ``docker/linux/debian``: Docker's ``https://download.docker.com/linux/debian <suite> stable``
   (``dists/<suite>/stable/binary-<arch>/Packages``), key at ``docker/linux/debian/gpg``.
@@ -17,6 +17,11 @@ Three repositories, in the vendors' layouts:
   ``https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /``, key at
   ``compute/cuda/repos/debian12/x86_64/3bf863cc.pub`` (the driver packages', the CUDA toolkit
   metapackages' and cuDNN's stand-ins).
+- ``lustre/lustre-2.15.x/debian12/client``: a Lustre client repository laid out like Whamcloud's
+  per-release, per-OS client directories (``lustre-<version>/<os>/client/``), as a flat apt
+  repository a site or DDN serves, key at ``lustre/lustre-2.15.x/debian12/client/lustre.asc``
+  (the lustre_client role's stand-ins: lustre-client-modules-dkms and lustre-client-utils, the
+  latter with a harmless lnet.service).
 
 The vendor packages are stand-ins: built here with dpkg-deb, named and versioned like the
 vendor's, with "clusterforge test stand-in" in their Description, and installing nothing but a
@@ -58,6 +63,7 @@ KEY_UID = "clusterforge lab mirror (throw-away test key) <lab-mirror@clusterforg
 DOCKER = "docker"
 NVIDIA = "libnvidia-container"
 CUDA = "cuda"
+LUSTRE = "lustre"
 # NVIDIA's CUDA repository names architectures its own way.
 CUDA_ARCH = {"amd64": "x86_64", "arm64": "sbsa"}
 
@@ -153,10 +159,44 @@ def _cuda_toolkit_standins() -> list[StandIn]:
     return out
 
 
+# The lnet.service stand-in of the Lustre client utilities, under Lustre's unit name: the role
+# enables and starts it; it runs nothing of Lustre's (the real one loads LNet and imports
+# /etc/lnet.conf with lnetctl).
+LNET_UNIT = (
+    "usr/lib/systemd/system/lnet.service",
+    "[Unit]\n"
+    f"Description=lnet management ({STANDIN_LABEL}, runs nothing)\n"
+    "\n"
+    "[Service]\n"
+    "Type=oneshot\n"
+    "RemainAfterExit=yes\n"
+    "ExecStart=/bin/true\n"
+    "\n"
+    "[Install]\n"
+    "WantedBy=multi-user.target\n",
+)
+
+
+def _lustre_standins() -> list[StandIn]:
+    """The Lustre client's Debian packages, two versions each (the lustre_client role's repository path)."""
+    out = []
+    for version in ("2.15.6-1", "2.15.7-1"):
+        out += [
+            StandIn(LUSTRE, "lustre-client-modules-dkms", version),
+            StandIn(LUSTRE, "lustre-client-utils", version, files=(LNET_UNIT,)),
+        ]
+    return out
+
+
 def default_standins(suite: str = "trixie") -> list[StandIn]:
     """Every stand-in package the mirror carries: two versions of each vendor package."""
     return (
-        _docker_standins(suite) + _nvidia_standins() + _cuda_standins() + _cuda_toolkit_standins() + _cudnn_standins()
+        _docker_standins(suite)
+        + _nvidia_standins()
+        + _cuda_standins()
+        + _cuda_toolkit_standins()
+        + _cudnn_standins()
+        + _lustre_standins()
     )
 
 
@@ -184,6 +224,12 @@ def repos(suite: str, arch: str) -> dict[str, Repo]:
             CUDA,
             f"compute/cuda/repos/debian12/{CUDA_ARCH.get(arch, arch)}",
             f"compute/cuda/repos/debian12/{CUDA_ARCH.get(arch, arch)}/3bf863cc.pub",
+            True,
+        ),
+        LUSTRE: Repo(
+            LUSTRE,
+            "lustre/lustre-2.15.x/debian12/client",
+            "lustre/lustre-2.15.x/debian12/client/lustre.asc",
             True,
         ),
     }

@@ -92,7 +92,7 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
             paths = [line.split()[-1] for line in files.stdout.splitlines() if not line.endswith("/")]
             extra = (
                 [f"./{mirror.FABRICMANAGER_UNIT[0]}"] if stanza["Package"].startswith("nvidia-fabricmanager") else []
-            )
+            ) + ([f"./{mirror.LNET_UNIT[0]}"] if stanza["Package"] == "lustre-client-utils" else [])
             assert sorted(paths) == sorted([f"./{mirror.STANDIN_MARKER_DIR}/{stanza['Package']}", *extra]), name
     assert versions["nvidia-container-toolkit"] == {"1.17.8-1", "1.17.9-1"}
     assert versions["docker-ce"] == {"5:28.5.1-1~debian.13~trixie", "5:28.5.2-1~debian.13~trixie"}
@@ -116,7 +116,10 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
         "libcudnn9-cuda-12",
         "libcudnn9-headers-cuda-12",
         "libcudnn9-dev-cuda-12",
+        "lustre-client-modules-dkms",
+        "lustre-client-utils",
     }
+    assert versions["lustre-client-utils"] == {"2.15.6-1", "2.15.7-1"}
 
 
 def test_pool_file_names_drop_the_epoch():
@@ -142,4 +145,29 @@ def test_the_fabric_manager_stand_in_carries_a_harmless_unit_of_nvidia_s_name(tm
     unit = (tree / "usr/lib/systemd/system/nvidia-fabricmanager.service").read_text()
     assert mirror.STANDIN_LABEL in unit
     assert "ExecStart=/bin/sleep infinity" in unit
-    assert [p.files for p in mirror.default_standins() if p.files and "fabricmanager" not in p.name] == []
+    assert [p.files for p in mirror.default_standins() if p.files and p.name != "nvidia-fabricmanager-550"] == [
+        (mirror.LNET_UNIT,),
+        (mirror.LNET_UNIT,),
+    ]
+
+
+def test_lustre_repo_is_flat_signed_and_laid_out_like_a_whamcloud_client_directory(built, tmp_path):
+    root, manifest = built
+    repo = manifest["repos"]["lustre"]
+    assert repo["path"] == "lustre/lustre-2.15.x/debian12/client"
+    assert repo["flat"] is True
+    base = root / repo["path"]
+    keyring = _keyring(root, tmp_path, repo["key"])
+    subprocess.run(["gpgv", "--keyring", str(keyring), str(base / "InRelease")], check=True, capture_output=True)
+    found = sorted((s["Package"], s["Version"]) for s in _stanzas(base / "Packages"))
+    assert found == [
+        ("lustre-client-modules-dkms", "2.15.6-1"),
+        ("lustre-client-modules-dkms", "2.15.7-1"),
+        ("lustre-client-utils", "2.15.6-1"),
+        ("lustre-client-utils", "2.15.7-1"),
+    ]
+    pkg = next(p for p in mirror.default_standins() if p.name == "lustre-client-utils")
+    tree = tmp_path / "tree"
+    subprocess.run(["dpkg-deb", "--extract", str(mirror.build_standin(pkg, "amd64", tmp_path)), str(tree)], check=True)
+    unit = (tree / "usr/lib/systemd/system/lnet.service").read_text()
+    assert mirror.STANDIN_LABEL in unit and "ExecStart=/bin/true" in unit
