@@ -68,6 +68,9 @@ def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
     assert live == ["4096", "87380", "2147483647"]
     held = node.exec_run(["apt-mark", "showhold"]).output.decode().split()
     assert {"nvidia-smi", "libcuda1", "libnvidia-ml1", "libcudart12"} <= set(held)
+    # No unit left failed (nvidia-persistenced cannot start without a GPU; the role turns it off).
+    failed = node.exec_run(["systemctl", "list-units", "--state=failed", "--no-legend", "--plain"]).output.decode()
+    assert failed.strip() == "", failed
 
 
 def test_check_mode_on_a_converged_lab_changes_nothing(lab):
