@@ -57,7 +57,11 @@ def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
     assert _summary(first.stdout)["failed"] == 0
     # The gpu stage's small lab set: the real driver userspace and CUDA runtime, held, and no module
     # without a GPU.
-    assert "skipped: nvidia kernel module: no GPU hardware" in _newest_run_messages(lab_state)
+    messages = _newest_run_messages(lab_state)
+    assert "skipped: nvidia kernel module: no GPU hardware" in messages
+    # The storage stage: the lab's containers have no NVMe drives and no Lustre to mount.
+    assert "skipped: local NVMe hot tier: no NVMe data drives found" in messages
+    assert "skipped: Lustre client: no lustre_client_mounts configured" in messages
 
     second = clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"], check=False)
     assert second.returncode == 0, second.stdout[-4000:]
