@@ -71,6 +71,16 @@ def _in_use(disk, mount_sources, mount_path):
     return ""
 
 
+def _unusable(disk: dict, path: str, mount_sources: dict, mount_path: str, nodes: set) -> str:
+    """Why a drive cannot be used (in use, not in this system's /dev, read-only), or ""."""
+    reason = _in_use(disk, mount_sources, mount_path)
+    if not reason and path not in nodes:
+        reason = "no block device node in this system's /dev"
+    if not reason and disk.get("ro"):
+        reason = "read-only"
+    return reason
+
+
 def _arrays(disk):
     return [c.get("path") for c in disk.get("children") or [] if (c.get("type") or "").startswith("raid")]
 
@@ -94,11 +104,7 @@ def local_nvme_drives(probe, devices, mount_path):
             is_nvme = disk.get("tran") == "nvme" or bool(_NVME_NAME.match(disk.get("name") or ""))
             if disk.get("type") != "disk" or not is_nvme:
                 continue
-            reason = _in_use(disk, mount_sources, mount_path)
-            if not reason and path not in nodes:
-                reason = "no block device node in this system's /dev"
-            if not reason and disk.get("ro"):
-                reason = "read-only"
+            reason = _unusable(disk, path, mount_sources, mount_path, nodes)
             if reason:
                 excluded.append({"device": path, "reason": reason})
             else:
@@ -113,11 +119,7 @@ def local_nvme_drives(probe, devices, mount_path):
             if disk is None or disk.get("type") not in ("disk", "loop"):
                 refused.append({"device": path, "reason": "not a whole drive (lsblk lists no disk by that path)"})
                 continue
-            reason = _in_use(disk, mount_sources, mount_path)
-            if not reason and path not in nodes:
-                reason = "no block device node in this system's /dev"
-            if not reason and disk.get("ro"):
-                reason = "read-only"
+            reason = _unusable(disk, path, mount_sources, mount_path, nodes)
             if reason:
                 refused.append({"device": path, "reason": reason})
             else:
