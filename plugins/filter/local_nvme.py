@@ -98,32 +98,31 @@ def local_nvme_drives(probe, devices, mount_path):
     by_path = {d.get("path"): d for d in disks}
     drives, refused, excluded = [], [], []
 
+    # auto: NVMe namespaces, an unusable one merely left out; named drives: an unusable one refused.
     if devices == "auto":
-        for disk in disks:
-            path = disk.get("path")
-            is_nvme = disk.get("tran") == "nvme" or bool(_NVME_NAME.match(disk.get("name") or ""))
-            if disk.get("type") != "disk" or not is_nvme:
-                continue
-            reason = _unusable(disk, path, mount_sources, mount_path, nodes)
-            if reason:
-                excluded.append({"device": path, "reason": reason})
-            else:
-                drives.append(path)
+        candidates = [
+            (disk.get("path"), disk)
+            for disk in disks
+            if disk.get("type") == "disk"
+            and (disk.get("tran") == "nvme" or bool(_NVME_NAME.match(disk.get("name") or "")))
+        ]
+        set_aside = excluded
     else:
         if isinstance(devices, str) or not isinstance(devices, list):
             raise AnsibleFilterError(
                 f"clusterforge_local_nvme_drives: devices is {devices!r}, expected 'auto' or a list of paths"
             )
-        for path in devices:
-            disk = by_path.get(path)
-            if disk is None or disk.get("type") not in ("disk", "loop"):
-                refused.append({"device": path, "reason": "not a whole drive (lsblk lists no disk by that path)"})
-                continue
+        candidates = [(path, by_path.get(path)) for path in devices]
+        set_aside = refused
+    for path, disk in candidates:
+        if disk is None or disk.get("type") not in ("disk", "loop"):
+            reason = "not a whole drive (lsblk lists no disk by that path)"
+        else:
             reason = _unusable(disk, path, mount_sources, mount_path, nodes)
-            if reason:
-                refused.append({"device": path, "reason": reason})
-            else:
-                drives.append(path)
+        if reason:
+            set_aside.append({"device": path, "reason": reason})
+        else:
+            drives.append(path)
 
     array = ""
     if len(drives) > 1:
