@@ -1,6 +1,6 @@
 """`clusterforge report` and `clusterforge check judge`: validation results on the controller.
 
-    clusterforge report RESULTS_DIR -o OUTDIR
+    clusterforge report RESULTS_DIR -o OUTDIR [--topology FILE]
         turn a run directory of playbooks/validate.yml into report.json, junit.xml and report.html
     clusterforge check judge KIND FILE [--expect KEY=VALUE ...] [--plan CSV] [--json]
         parse a saved command output with the node checks' parser and judge it, as the modules do;
@@ -26,6 +26,7 @@ from clusterforge.errors import EXIT_HOSTS_FAILED, EXIT_OK
 from clusterforge.safe_read import MiB, read_stream_text, read_text
 from clusterforge.text import plain
 from clusterforge.validation import judges
+from clusterforge.validation.summary import summarize
 
 console = Console()
 COMMANDS = ("check", "report")
@@ -39,6 +40,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     report.add_argument("results", metavar="RESULTS_DIR", help="a run directory of playbooks/validate.yml")
     report.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="directory to write to")
     report.add_argument("--force", action="store_true", help="replace same-named files clusterforge did not write")
+    report.add_argument(
+        "--topology",
+        metavar="FILE",
+        help="the cluster's topology file: its name in the header, failing HCAs and pairs on the cabling plan",
+    )
     check = subparsers.add_parser("check", help="judge saved command outputs as the node checks do")
     commands = check.add_subparsers(dest="check_command", required=True, parser_class=type(check))
     judge = commands.add_parser(
@@ -75,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from clusterforge.validation.report import load_run, write_report
 
-    run_ = load_run(args.results)
+    run_ = load_run(args.results, topology=args.topology)
     written = write_report(run_, args.output, force=args.force)
     # markup=False: paths, run ids and host text are data, never Rich markup.
     for path in written.values():
@@ -117,7 +123,8 @@ def _judge(args: argparse.Namespace) -> int:
         results = judges.judge_text(kind, _read(args.file), expected, source=str(Path(args.file).name))
     status = judges.overall(results)
     if args.json:
-        document = {"kind": kind, "file": args.file, "status": status, "checks": [r.as_dict() for r in results]}
+        checks = [{**r.as_dict(), "summary": summarize(r.check, r.measured)} for r in results]
+        document = {"kind": kind, "file": args.file, "status": status, "checks": checks}
         # allow_nan=False: NaN and Infinity are not JSON, and a consumer's parser would reject them.
         sys.stdout.write(json.dumps(document, indent=2, default=str, allow_nan=False) + "\n")
     else:
@@ -127,7 +134,7 @@ def _judge(args: argparse.Namespace) -> int:
         for column in ("check", "status", "measured", "expected", "message"):
             table.add_column(column, overflow="fold")
         for r in results:
-            cells = (r.check, r.status, _short(r.measured), _short(r.expected), r.message)
+            cells = (r.check, r.status, summarize(r.check, r.measured, 80), _short(r.expected), r.message)
             table.add_row(*(Text(plain(str(cell))) for cell in cells))
         console.print(table)
         console.print(f"status: {status}", markup=False, highlight=False)

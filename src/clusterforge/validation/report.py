@@ -20,6 +20,7 @@ shows as a failed check ``<module>.error``.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
@@ -33,17 +34,20 @@ from typing import Any
 from clusterforge.errors import UsageError
 from clusterforge.safe_write import write_tree
 from clusterforge.text import xml_safe
+from clusterforge.validation import cabling_map
+from clusterforge.validation.cabling_map import Cabling
 from clusterforge.validation.host_verdict import counts_against, crashed, host_verdict, verdicts
 from clusterforge.validation.result_files import HOST_SCHEMA as HOST_SCHEMA  # re-exported: the report's input
 from clusterforge.validation.result_files import RUN_SCHEMA as RUN_SCHEMA
 from clusterforge.validation.result_files import read_host_file, read_run_file
+from clusterforge.validation.summary import NONE, cut, summarize
 
 REPORT_SCHEMA = "clusterforge.validation.report/1"
 STATUSES = verdicts.STATUSES
 # A node's status besides the check verdicts: it could not be reached, so nothing says it is good.
 UNREACHABLE = "unreachable"
 NODE_STATUSES = (verdicts.FAIL, UNREACHABLE, *(s for s in STATUSES if s != verdicts.FAIL))
-COLOURS = {"pass": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828", "skipped": "#757575", UNREACHABLE: "#4a148c"}
+COLOURS = {"pass": "#2e7d32", "warn": "#e65100", "fail": "#c62828", "skipped": "#757575", UNREACHABLE: "#4a148c"}
 
 
 @dataclass
@@ -57,6 +61,11 @@ class Check:
     message: str
     scope: str | None = None  # node, pair or probe for NCCL runs
     counted: bool = True  # False: a pair failure of a node the bisection cleared
+    summary: str = ""  # measured in a few words (clusterforge.validation.summary)
+
+    def __post_init__(self) -> None:
+        if not self.summary:
+            self.summary = summarize(self.check, self.measured)
 
 
 @dataclass
@@ -103,6 +112,7 @@ class Run:
     nodes: list[Node]
     bandwidth: list[Bandwidth]
     run: dict[str, Any]
+    cabling: Cabling | None = None  # the topology's cabling plan, when the report was given one
 
     @property
     def status(self) -> str:
@@ -157,9 +167,10 @@ def _bandwidth_of(host: str, record: dict[str, Any]) -> Bandwidth | None:
     )
 
 
-def load_run(results_dir: str | Path) -> Run:
+def load_run(results_dir: str | Path, topology: str | Path | None = None) -> Run:
     """Read a run directory; UsageError names the file, the field and what was expected
-    (clusterforge.validation.result_files)."""
+    (clusterforge.validation.result_files). With topology (a *.topology.yml), HCA and pair
+    failures are placed on the cabling plan's rails, leaves and ports."""
     directory = Path(results_dir)
     if not directory.is_dir():
         raise UsageError(f"results directory not found: {directory}")
@@ -185,7 +196,8 @@ def load_run(results_dir: str | Path) -> Run:
         if data.get("run_id"):
             run_ids.add(data["run_id"])
     run_id = run.get("run_id") or (sorted(run_ids)[0] if run_ids else directory.name)
-    return Run(run_id, str(directory), nodes, bandwidth, run)
+    cabling = cabling_map.load(topology) if topology is not None else None
+    return Run(run_id, str(directory), nodes, bandwidth, run, cabling)
 
 
 # --- JSON ---------------------------------------------------------------------------------------
@@ -204,6 +216,7 @@ def run_document(run: Run) -> dict[str, Any]:
         "run_id": run.run_id,
         "generated": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "source": run.source,
+        "header": header(run),
         "status": run.status,
         "summary": {"nodes": len(run.nodes), "nodes_by_status": node_totals, "checks_by_status": totals},
         "nodes": [
@@ -249,7 +262,10 @@ def junit_xml(run: Run) -> str:
             case = ET.SubElement(suite, "testcase", classname=f"{node.host}.{check.module}", name=check.check)
             case.set("time", "0")
             tests += 1
-            detail = f"measured: {_text(check.measured)}\nexpected: {_text(check.expected)}\n{check.message}"
+            detail = (
+                f"measured: {check.summary}\nraw: {_text(check.measured)}\n"
+                f"expected: {_text(check.expected)}\n{check.message}"
+            )
             if check.status == "fail" and check.counted:
                 failures += 1
                 failure = ET.SubElement(case, "failure", message=check.message[:500], type="fail")
@@ -286,15 +302,28 @@ body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;mar
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0}th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;
 vertical-align:top;font-size:.9rem}th{background:#f5f5f5}
-.status{font-weight:600;color:#fff;border-radius:3px;padding:0 .4rem}
-.pass{background:#2e7d32}.warn{background:#ef6c00}.fail{background:#c62828}.skipped{background:#757575}
-.unreachable{background:#4a148c}
-td.msg{max-width:60rem;word-break:break-word}details{margin:.4rem 0}summary{cursor:pointer}
+dl.meta{display:grid;grid-template-columns:max-content auto;gap:.1rem 1rem;font-size:.9rem}dl.meta dt{color:#616161}
+dl.meta dd{margin:0}
+.status{display:inline-block;font-weight:600;color:#fff;border-radius:3px;padding:0 .4rem;white-space:nowrap}
+.status.pass{background:#2e7d32}.status.warn{background:#e65100}.status.fail{background:#c62828}
+.status.skipped{background:#757575}.status.unreachable{background:#4a148c}
+tr.node.pass td{background:#f1f8f1}tr.node.warn td{background:#fff6ec}tr.node.fail td{background:#fdf0f0}
+tr.node.skipped td{background:#fafafa}tr.node.unreachable td{background:#f6f0fa}
+td.msg{max-width:60rem;word-break:break-word}td.raw{color:#757575;font-size:.8rem;max-width:30rem;
+word-break:break-all}details{margin:.4rem 0}summary{cursor:pointer}.none{color:#9e9e9e}
 """
 
 
 def _badge(status: str) -> str:
     return f'<span class="status {html.escape(status)}">{html.escape(status)}</span>'
+
+
+def cell(value: Any, limit: int = 300) -> str:
+    """A value as HTML text: cut to limit characters first (the cut marked with an ellipsis), then
+    escaped, so no cell ends in half an entity; None (JSON null) and empty text show as a dash."""
+    if value is None or value == "":
+        return f'<span class="none">{NONE}</span>'
+    return html.escape(cut(_text(value), limit))
 
 
 def _ticks(top: float) -> list[float]:
@@ -365,6 +394,138 @@ def bandwidth_svg(points: list[Bandwidth], width: int = 860) -> str:
     return "".join(parts)
 
 
+def versions(run: Run) -> dict[str, str]:
+    """The versions the header shows: clusterforge and Ansible on this controller, then any the
+    run recorded in _run.json ("versions": {name: version})."""
+    from importlib import metadata
+
+    from clusterforge import __version__
+
+    found = {"clusterforge": __version__}
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        found["ansible-core"] = metadata.version("ansible-core")
+    recorded = run.run.get("versions")
+    if isinstance(recorded, dict):
+        found.update({str(k): _text(v) for k, v in recorded.items()})
+    return found
+
+
+def header(run: Run) -> dict[str, Any]:
+    """Cluster name, topology file, times and versions: from the topology given to the report,
+    else what _run.json recorded (cluster, topology, started)."""
+    cabling = run.cabling
+    return {
+        "cluster": (cabling.cluster if cabling else None) or run.run.get("cluster"),
+        "topology": (cabling.topology if cabling else None) or run.run.get("topology"),
+        "run_id": run.run_id,
+        "started": run.run.get("started"),
+        "results": run.source,
+        "versions": versions(run),
+    }
+
+
+def hca_locations(run: Run, check: Check) -> list[str]:
+    """For a failing or warning InfiniBand check: each port it names, with its rail, leaf and
+    leaf port from the cabling plan ("mlx5_3/1: rail 4, compute-su1-r4-leaf1 port 2")."""
+    if run.cabling is None or not check.check.startswith("ib.") or check.status not in ("fail", "warn"):
+        return []
+    measured = check.measured
+    if check.check == "ib.present" and isinstance(check.expected, list):
+        have = set(measured) if isinstance(measured, list) else set()
+        named = [str(d) for d in check.expected if d not in have]
+    elif isinstance(measured, dict):
+        named = [key for key in measured if key in check.message] or list(measured)
+    else:
+        return []
+    found = []
+    for device in named:
+        port = run.cabling.port(check.host, device)
+        found.append(f"{device}: {port.describe()}" if port else f"{device}: not in the cabling plan")
+    return found
+
+
+def pairs_ran(run: Run) -> bool:
+    """Whether any NCCL run across nodes (a pair or a group) ran."""
+    planned = (run.run.get("pairs") or {}).get("pairs")
+    return bool(planned or run.run.get("failed_pairs") or (run.run.get("bisection") or {}).get("rounds")) or any(
+        check.scope in ("pair", "group") for node in run.nodes for check in node.checks
+    )
+
+
+def _pair_rails(run: Run, pair: list[str]) -> str:
+    """A failed pair's cables rail by rail: where each of its nodes plugs in, and whether the two
+    share the leaf (then the leaf or the cables are suspect, else the path through the spines)."""
+    if run.cabling is None:
+        return ""
+    rails: dict[Any, list[tuple[str, Any]]] = {}
+    for host in pair:
+        for port in run.cabling.rails(host):
+            rails.setdefault(port.rail, []).append((host, port))
+    if not rails:
+        return f"<p>{cell(' + '.join(pair))}: not in the cabling plan.</p>"
+    rows = []
+    for rail, ends in sorted(rails.items(), key=lambda item: (item[0] is None, item[0] or 0)):
+        leaves = {port.leaf for _, port in ends}
+        path = "same leaf" if len(leaves) == 1 and len(ends) > 1 else "through the spines"
+        rows.append(
+            f"<tr><td>{cell(rail)}</td>"
+            + "".join(
+                f"<td>{cell(host)} {cell(port.device)} &rarr; {cell(port.leaf)} port {port.leaf_port}</td>"
+                for host, port in ends
+            )
+            + f"<td>{path}</td></tr>"
+        )
+    head = "".join(f"<th>{cell(host)}</th>" for host in pair)
+    return (
+        f'<table class="pair-rails"><caption>{cell(" + ".join(pair))} on the cabling plan</caption>'
+        f"<tr><th>rail</th>{head}<th>path</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _bisection(run: Run, doc: dict[str, Any]) -> str:
+    verdict = run.verdict
+    failed_pairs = doc["failed_pairs"]
+    rounds = doc["bisection"].get("rounds") or []
+    if not pairs_ran(run):
+        return '<p id="pairs">No NCCL pairs ran.</p>'
+    if not (failed_pairs or rounds):
+        ran = len((run.run.get("pairs") or {}).get("pairs") or [])
+        return f'<p id="pairs">{f"{ran} NCCL pairs ran" if ran else "NCCL runs across nodes ran"}; none failed.</p>'
+
+    def names(values: Any) -> str:
+        return cell(", ".join(values or []) or "none")
+
+    return (
+        '<ul id="pairs">'
+        f"<li>failed pairs: {cell(', '.join('+'.join(p) for p in failed_pairs) or 'none')}</li>"
+        + (
+            f"<li>failed run across {len(run.run.get('group') or [])} nodes bisected in {len(rounds)} rounds</li>"
+            if rounds
+            else ""
+        )
+        + f"<li>culprits: {cell(', '.join(verdict.get('culprits') or []) or 'none named')}</li>"
+        f"<li>cleared: {names(verdict.get('cleared'))}</li>"
+        f"<li>failed between cleared nodes (cable or switch path): "
+        f"{cell(', '.join('+'.join(g) for g in verdict.get('unresolved') or []) or 'none')}</li>"
+        f"<li>not probed (no good node): {names(verdict.get('untested'))}</li></ul>"
+        + "".join(_pair_rails(run, list(p)) for p in [*failed_pairs, *(verdict.get("unresolved") or [])][:20])
+    )
+
+
+def _meta(run: Run, generated: str) -> str:
+    head = header(run)
+    items = [
+        ("cluster", head["cluster"]),
+        ("topology", head["topology"]),
+        ("run", head["run_id"]),
+        ("started", head["started"]),
+        ("generated", generated),
+        ("results", head["results"]),
+        ("versions", ", ".join(f"{name} {version}" for name, version in head["versions"].items())),
+    ]
+    return '<dl class="meta">' + "".join(f"<dt>{name}</dt><dd>{cell(value)}</dd>" for name, value in items) + "</dl>"
+
+
 def html_page(run: Run) -> str:
     doc = run_document(run)
     summary = doc["summary"]
@@ -372,62 +533,55 @@ def html_page(run: Run) -> str:
     rows = []
     for node in run.nodes:
         bad = [c for c in node.checks if c.status in ("fail", "warn") and c.counted]
-        notes = "<br>".join(f"{_badge(c.status)} {esc(c.check)}: {esc(c.message[:300])}" for c in bad[:6])
+        notes = "<br>".join(
+            f"{_badge(c.status)} {cell(c.check, 80)}: {cell(c.summary, 120)} &mdash; {cell(c.message, 300)}"
+            + "".join(f"<br>&nbsp;&nbsp;{cell(place, 160)}" for place in hca_locations(run, c)[:8])
+            for c in bad[:6]
+        )
+        if len(bad) > 6:
+            notes += f"<br>and {len(bad) - 6} more (see Checks per node)"
         if not bad:
             skipped = [c for c in node.checks if c.status == "skipped"]
-            notes = esc("; ".join(sorted({c.message for c in skipped}))[:300]) if node.status == "skipped" else ""
+            reasons = "; ".join(sorted({c.message for c in skipped}))
+            notes = cell(reasons, 300) if node.status == "skipped" else ""
         if node.unreachable is not None:
-            notes = f"{_badge(UNREACHABLE)} {esc(node.unreachable[:300])}" + (f"<br>{notes}" if notes else "")
+            notes = f"{_badge(UNREACHABLE)} {cell(node.unreachable, 300)}" + (f"<br>{notes}" if notes else "")
         counts = node.counts
         rows.append(
-            f'<tr class="node {esc(node.status)}" id="node-{esc(node.host)}"><td>{esc(node.host)}</td>'
-            f"<td>{esc(node.node_type or '')}</td><td>{_badge(node.status)}</td>"
+            f'<tr class="node {esc(node.status)}" id="node-{esc(node.host)}"><td>{cell(node.host, 120)}</td>'
+            f"<td>{cell(node.node_type, 80)}</td><td>{_badge(node.status)}</td>"
             + "".join(f"<td>{counts[s]}</td>" for s in ("pass", "warn", "fail", "skipped"))
             + f'<td class="msg">{notes}</td></tr>'
         )
     details = []
     for node in run.nodes:
         lines = "".join(
-            f"<tr><td>{esc(c.module)}</td><td>{esc(c.check)}</td><td>{_badge(c.status)}"
+            f'<tr class="check {esc(c.status)}"><td>{cell(c.module, 80)}</td><td>{cell(c.check, 120)}</td>'
+            f"<td>{_badge(c.status)}"
             + ("" if c.counted else " (cleared)")
-            + f'</td><td class="msg">{esc(_text(c.measured))[:400]}</td>'
-            f'<td class="msg">{esc(_text(c.expected))[:200]}</td>'
-            f'<td class="msg">{esc(c.message)}</td></tr>'
+            + f'</td><td class="measured">{cell(c.summary, 160)}</td>'
+            f'<td class="msg">{cell(c.expected, 200)}</td>'
+            f'<td class="msg">{cell(c.message, 600)}</td>'
+            f'<td class="raw">{cell(c.measured, 400)}</td></tr>'
             for c in node.checks
         )
         details.append(
-            f"<details><summary>{esc(node.host)} {_badge(node.status)}</summary><table><tr><th>module</th>"
-            f"<th>check</th><th>status</th><th>measured</th><th>expected</th><th>message</th></tr>{lines}</table></details>"
-        )
-    verdict = run.verdict
-    failed_pairs = doc["failed_pairs"]
-    rounds = doc["bisection"].get("rounds") or []
-    bisection = "<p>No NCCL pair or group run failed.</p>"
-    if failed_pairs or rounds:
-        bisection = (
-            "<ul>"
-            f"<li>failed pairs: {esc(', '.join('+'.join(p) for p in failed_pairs) or 'none')}</li>"
-            + (
-                f"<li>failed run across {len(run.run.get('group') or [])} nodes bisected in {len(rounds)} rounds</li>"
-                if rounds
-                else ""
-            )
-            + f"<li>culprits: {esc(', '.join(verdict.get('culprits') or []) or 'none named')}</li>"
-            f"<li>cleared: {esc(', '.join(verdict.get('cleared') or []) or 'none')}</li>"
-            f"<li>failed between cleared nodes (cable or switch path): "
-            f"{esc(', '.join('+'.join(g) for g in verdict.get('unresolved') or []) or 'none')}</li>"
-            f"<li>not probed (no good node): {esc(', '.join(verdict.get('untested') or []) or 'none')}</li></ul>"
+            f"<details><summary>{cell(node.host, 120)} {_badge(node.status)}</summary><table><tr><th>module</th>"
+            f"<th>check</th><th>status</th><th>measured</th><th>expected</th><th>message</th><th>raw value</th></tr>"
+            f"{lines}</table></details>"
         )
     by_status = ", ".join(f"{n} {s}" for s, n in summary["nodes_by_status"].items() if n)
+    title = " ".join(str(part) for part in ("clusterforge validation", header(run)["cluster"], run.run_id) if part)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>clusterforge validation {esc(run.run_id)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>clusterforge validation {esc(run.run_id)} {_badge(run.status)}</h1>"
-        f"<p>{summary['nodes']} nodes: {esc(by_status)}. Generated {esc(doc['generated'])} from {esc(run.source)}.</p>"
+        f"<title>{cell(title, 200)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{cell(title, 200)} {_badge(run.status)}</h1>"
+        f"{_meta(run, doc['generated'])}"
+        f"<p>{summary['nodes']} nodes: {cell(by_status)}.</p>"
         '<h2>Nodes</h2><table id="nodes"><tr><th>host</th><th>node type</th><th>status</th><th>pass</th>'
         f"<th>warn</th><th>fail</th><th>skipped</th><th>failing or warning checks</th></tr>{''.join(rows)}</table>"
         f'<h2>NCCL bus bandwidth</h2><div id="bandwidth">{bandwidth_svg(run.bandwidth)}</div>'
-        f"<h2>NCCL pairs and bisection</h2>{bisection}"
+        f"<h2>NCCL pairs and bisection</h2>{_bisection(run, doc)}"
         f"<h2>Checks per node</h2>{''.join(details)}</body></html>\n"
     )
 

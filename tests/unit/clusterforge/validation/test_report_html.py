@@ -1,0 +1,255 @@
+"""The HTML report read back as a browser's parser reads it: colours, cut cells, summaries, the
+header, failures on the cabling plan, and the pairs section; and the summaries in JUnit and
+`clusterforge check judge`."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from clusterforge.cli import check as check_cli
+from clusterforge.cli import main
+from clusterforge.validation import report
+from clusterforge.validation.summary import cut, summarize
+from tests.paths import PROJECT
+from tests.unit.clusterforge.validation.test_report import host_file, judged, record
+from tests.unit.clusterforge.validation.test_report import run_dir as run_dir
+
+SUPERPOD = PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml"
+VOID = {"meta", "br", "link", "img", "input", "hr", "col"}
+
+
+class Element:
+    def __init__(self, tag: str, attrs: dict[str, str | None], parent: Element | None) -> None:
+        self.tag, self.attrs, self.parent = tag, attrs, parent
+        self.children: list[Element | str] = []
+
+    @property
+    def classes(self) -> set[str]:
+        return set((self.attrs.get("class") or "").split())
+
+    def text(self) -> str:
+        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
+
+    def iter(self, tag: str | None = None, cls: str | None = None):
+        for child in self.children:
+            if isinstance(child, Element):
+                if (tag is None or child.tag == tag) and (cls is None or cls in child.classes):
+                    yield child
+                yield from child.iter(tag, cls)
+
+
+class Tree(HTMLParser):
+    """The page as elements, entities decoded: what a reader sees in each cell."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = self.current = Element("root", {}, None)
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        element = Element(tag, dict(attrs), self.current)
+        self.current.children.append(element)
+        if tag not in VOID:
+            self.current = element
+
+    def handle_endtag(self, tag):
+        node = self.current
+        while node is not None and node.tag != tag:
+            node = node.parent
+        assert node is not None, f"</{tag}> closes nothing"
+        self.current = node.parent
+
+    def handle_data(self, data):
+        self.current.children.append(data)
+
+
+def page_of(run: report.Run, tmp_path: Path) -> tuple[str, Element]:
+    page = report.write_report(run, tmp_path / "out")["html"].read_text()
+    return page, Tree(page).root
+
+
+def checks_of(root: Element, host: str) -> dict[str, list[str]]:
+    """The cells of each check row of host's table under "Checks per node"."""
+    details = next(d for d in root.iter("details") if next(d.iter("summary")).text().split()[0] == host)
+    rows = [[td.text() for td in tr.iter("td")] for tr in details.iter("tr", "check")]
+    return {cells[1]: cells for cells in rows}
+
+
+def css_rules(page: str) -> dict[str, str]:
+    style = page[page.index("<style>") + 7 : page.index("</style>")]
+    rules = {}
+    for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", style):
+        for selector in selectors.split(","):
+            rules[selector.strip()] = body
+    return rules
+
+
+def luminance(colour: str) -> float:
+    r, g, b = (int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_badges_are_coloured_and_rows_only_tinted(run_dir, tmp_path):
+    page, root = page_of(report.load_run(run_dir), tmp_path)
+    rules = css_rules(page)
+    for status in ("pass", "warn", "fail", "skipped", "unreachable"):
+        badge = re.search(r"background:(#[0-9a-f]{6})", rules[f".status.{status}"])[1]
+        row = re.search(r"background:(#[0-9a-f]{6})", rules[f"tr.node.{status} td"])[1]
+        assert luminance(badge) < 0.5, f"{status} badge {badge} is dark, its white text readable"
+        assert luminance(row) > 0.9, f"{status} row tint {row} is light, its dark text readable"
+    # No rule colours a bare status class: a row of that class would be filled whole.
+    assert not {selector for selector in rules if re.fullmatch(r"\.(pass|warn|fail|skipped|unreachable)", selector)}
+    row = next(r for r in root.iter("tr", "node") if r.attrs["id"] == "node-gpu01")
+    assert "fail" in row.classes
+    badges = list(row.iter("span", "status"))
+    assert badges and all("fail" in b.classes or "warn" in b.classes for b in badges)
+
+
+def test_cells_are_cut_before_escaping_with_an_ellipsis_and_null_is_a_dash(run_dir, tmp_path):
+    message = 'bad "quoted" value & <tag> ' * 40
+    checks = [
+        {"check": "gpu.fabric", "status": "fail", "measured": None, "expected": None, "message": message},
+        {"check": "gpu.ecc", "status": "fail", "measured": {"x": '"' * 900}, "expected": "0", "message": "m"},
+    ]
+    host_file(run_dir, "gpu03", [record("gpu_check", checks)])
+    page, root = page_of(report.load_run(run_dir), tmp_path)
+    assert not re.search(r"&[a-z]{1,5}(?![a-z;])", page.replace("&amp;", "").replace("&quot;", "")), "a cut entity"
+    row = next(r for r in root.iter("tr", "node") if r.attrs["id"] == "node-gpu03")
+    notes = next(row.iter("td", "msg")).text()
+    assert "\u2026" in notes and '"quoted"' in notes and "&quo" not in notes
+    cells = checks_of(root, "gpu03")["gpu.fabric"]
+    assert cells[3] == "-" and cells[4] == "-" and cells[6] == "-"  # measured, expected and raw null
+    assert cells[5].endswith("\u2026") and len(cells[5]) == 600
+    raw_cell = checks_of(root, "gpu03")["gpu.ecc"][6]
+    assert len(raw_cell) == 400 and raw_cell.endswith("\u2026") and set(raw_cell[10:-1]) == {'"', "\\"}
+    assert "null" not in {td.text() for td in root.iter("td")}
+
+
+def test_measured_shows_a_summary_next_to_the_raw_value(run_dir, tmp_path):
+    _, root = page_of(report.load_run(run_dir), tmp_path)
+    rows = checks_of(root, "gpu01")
+    assert rows["gpu.model"][3] == "8x NVIDIA H100 80GB HBM3"
+    assert rows["gpu.pcie"][3] == "8/8 Gen5 x16"
+    assert rows["gpu.temperature"][3] == "29-32 C (8 GPUs)"
+    assert rows["gpu.throttle"][3] == "8/8 hw_power_brake_slowdown, hw_slowdown"
+    assert rows["gpu.pcie"][6].startswith('{"00000000:19:00.0"')  # the raw value stays beside it
+
+
+def test_summaries_of_each_shape():
+    assert summarize("gpu.count", 8) == "8 GPUs"
+    assert summarize("gpu.temperature", {"a": 30}) == "30 C"
+    assert summarize("ib.rate", {"mlx5_0/1": 400.0, "mlx5_1/1": 200.0}) == "200-400 Gb/s (2 ports)"
+    assert summarize("ib.state", {"a": "Active", "b": "Down", "c": "Active"}) == "2/3 Active; 1/3 Down"
+    assert summarize("gpu.pcie", {"a": {"gen": 1, "gen_max": 5, "width": 16, "width_max": 16}}) == (
+        "1/1 Gen1 x16 of Gen5 x16"
+    )
+    assert summarize("gpu.fabric", {"a": {"state": None, "status": None}}) == "not reported (1 GPUs)"
+    assert summarize("gpu.ecc", {"a": {"volatile_uncorrectable": 2, "aggregate_uncorrectable": 0}}) == (
+        "1/1 volatile_uncorrectable 2"
+    )
+    assert summarize("nccl.all_reduce.busbw", 470.734) == "470.73 GB/s"
+    assert summarize("gpu.xid", []) == "none"
+    assert summarize("x", None) == summarize("x", "") == "-"
+    assert len(summarize("x", "y" * 500)) == 120 and summarize("x", "y" * 500).endswith("\u2026")
+    assert cut("abc", 3) == "abc" and cut("abcd", 3) == "ab\u2026"
+
+
+def test_junit_and_json_carry_the_summary(run_dir, tmp_path):
+    written = report.write_report(report.load_run(run_dir), tmp_path / "out")
+    root = ET.parse(written["junit"]).getroot()
+    throttle = root.find("testsuite[@name='gpu01']/testcase[@name='gpu.throttle']/failure")
+    assert throttle.text.startswith("measured: 8/8 hw_power_brake_slowdown, hw_slowdown\nraw: {")
+    document = json.loads(written["json"].read_text())
+    gpu01 = next(n for n in document["nodes"] if n["host"] == "gpu01")
+    assert next(c for c in gpu01["checks"] if c["check"] == "gpu.pcie")["summary"] == "8/8 Gen5 x16"
+    assert document["header"]["versions"]["clusterforge"]
+
+
+def test_check_judge_shows_the_summary(capsys, monkeypatch):
+    monkeypatch.setattr(check_cli, "console", Console(width=200))
+    path = PROJECT / "tests/fixtures/nvidia-smi_query/h100-8gpu-nvidia-smi-q-535.161.08-gpud.txt"
+    main(["check", "judge", "nvidia-smi-q", str(path), "--expect", "gpu_count=8"])
+    out = capsys.readouterr().out
+    assert "8x NVIDIA H100 80GB HBM3" in out and "8/8 Gen5 x16" in out
+    main(["check", "judge", "nvidia-smi-q", str(path), "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert {c["check"]: c["summary"] for c in document["checks"]}["gpu.temperature"] == "29-32 C (8 GPUs)"
+
+
+@pytest.fixture
+def superpod_run(tmp_path) -> Path:
+    """dgx001 with three HCAs down (ibstat), dgx001+dgx040 a failed pair; no topology in the run."""
+    directory = tmp_path / "20250102T000000Z"
+    directory.mkdir()
+    ib = judged("ibstat", "ibstat/h100-ndr400-ib-active-eth-down-disabled-gpud.txt", {"rate": 400})
+    host_file(directory, "dgx001", [record("ib_check", ib)], "dgx_h100")
+    host_file(directory, "dgx040", [record("ib_check", [])], "dgx_h100")
+    run = {
+        "schema": report.RUN_SCHEMA,
+        "run_id": "20250102T000000Z",
+        "pairs": {"pairs": [["dgx001", "dgx040"]]},
+        "failed_pairs": [["dgx001", "dgx040"]],
+        "verdict": {"culprits": [], "cleared": [], "unresolved": [["dgx001", "dgx040"]], "untested": []},
+    }
+    (directory / "_run.json").write_text(json.dumps(run))
+    return directory
+
+
+def test_header_names_the_cluster_topology_time_and_versions(superpod_run, tmp_path):
+    _, root = page_of(report.load_run(superpod_run, topology=SUPERPOD), tmp_path)
+    meta = next(root.iter("dl", "meta"))
+    terms = [dt.text() for dt in meta.iter("dt")]
+    values = dict(zip(terms, [dd.text() for dd in meta.iter("dd")], strict=True))
+    assert values["cluster"] == "superpod"
+    assert values["topology"] == str(SUPERPOD)
+    assert values["run"] == "20250102T000000Z"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", values["generated"])
+    assert values["versions"].startswith("clusterforge ") and "ansible-core 2." in values["versions"]
+    assert next(root.iter("h1")).text().startswith("clusterforge validation superpod 20250102T000000Z")
+
+
+def test_hca_and_pair_failures_are_placed_on_the_cabling_plan(superpod_run, tmp_path):
+    _, root = page_of(report.load_run(superpod_run, topology=SUPERPOD), tmp_path)
+    row = next(r for r in root.iter("tr", "node") if r.attrs["id"] == "node-dgx001")
+    notes = next(row.iter("td", "msg")).text()
+    # ibstat's mlx5_0 is the DGX's first compute HCA: rail 1, leaf 1 of SU 1, port 1.
+    state = notes[notes.index("ib.state") :]
+    down = re.findall(r"(mlx5_\d+)/1: (rail \d+, \S+ port \d+|not in the cabling plan)", state)
+    assert down and all(device for device, _ in down)
+    rate = notes[notes.index("ib.rate") :]
+    assert "rail " in rate and "compute-su1-r" in rate
+    pair = next(root.iter("table", "pair-rails"))
+    rails = [[td.text() for td in tr.iter("td")] for tr in pair.iter("tr") if list(tr.iter("td"))]
+    assert len(rails) == 8
+    assert rails[0][0] == "1" and rails[0][1] == "dgx001 mlx5_0 \u2192 compute-su1-r1-leaf1 port 1"
+    assert rails[0][2].startswith("dgx040 mlx5_0 \u2192 compute-su2-r1-leaf1")
+    assert rails[0][3] == "through the spines"
+
+
+def test_without_a_topology_the_report_says_nothing_of_the_plan(superpod_run, tmp_path):
+    page, root = page_of(report.load_run(superpod_run), tmp_path)
+    assert "pair-rails" not in page and "rail 1" not in page
+    values = [dd.text() for dd in next(root.iter("dl", "meta")).iter("dd")]
+    assert values[0] == "-"  # no cluster name
+
+
+def test_no_pairs_ran(run_dir, tmp_path):
+    (run_dir / "_run.json").unlink()
+    data = json.loads((run_dir / "gpu02.json").read_text())
+    data["results"] = [r for r in data["results"] if r.get("scope") != "pair"]
+    (run_dir / "gpu02.json").write_text(json.dumps(data))
+    _, root = page_of(report.load_run(run_dir), tmp_path)
+    assert next(e for e in root.iter() if e.attrs.get("id") == "pairs").text() == "No NCCL pairs ran."
+
+
+def test_report_command_takes_the_topology(superpod_run, tmp_path, capsys):
+    assert main(["report", str(superpod_run), "-o", str(tmp_path / "o"), "--topology", str(SUPERPOD)]) == 0
+    assert "compute-su1-r1-leaf1" in (tmp_path / "o" / "report.html").read_text()
