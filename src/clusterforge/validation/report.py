@@ -434,7 +434,7 @@ def hca_locations(run: Run, check: Check) -> list[str]:
         have = set(measured) if isinstance(measured, list) else set()
         named = [str(d) for d in check.expected if d not in have]
     elif isinstance(measured, dict):
-        named = [key for key in measured if key in check.message] or list(measured)
+        named = [key for key in measured if key in check.message]
     else:
         return []
     found = []
@@ -492,6 +492,8 @@ def _bisection(run: Run, doc: dict[str, Any]) -> str:
         ran = len((run.run.get("pairs") or {}).get("pairs") or [])
         return f'<p id="pairs">{f"{ran} NCCL pairs ran" if ran else "NCCL runs across nodes ran"}; none failed.</p>'
 
+    unresolved = verdict.get("unresolved") or []
+
     def names(values: Any) -> str:
         return cell(", ".join(values or []) or "none")
 
@@ -508,7 +510,7 @@ def _bisection(run: Run, doc: dict[str, Any]) -> str:
         f"<li>failed between cleared nodes (cable or switch path): "
         f"{cell(', '.join('+'.join(g) for g in verdict.get('unresolved') or []) or 'none')}</li>"
         f"<li>not probed (no good node): {names(verdict.get('untested'))}</li></ul>"
-        + "".join(_pair_rails(run, list(p)) for p in [*failed_pairs, *(verdict.get("unresolved") or [])][:20])
+        + "".join(_pair_rails(run, list(p)) for p in list(dict.fromkeys(map(tuple, [*failed_pairs, *unresolved])))[:20])
     )
 
 

@@ -190,7 +190,14 @@ def superpod_run(tmp_path) -> Path:
     directory = tmp_path / "20250102T000000Z"
     directory.mkdir()
     ib = judged("ibstat", "ibstat/h100-ndr400-ib-active-eth-down-disabled-gpud.txt", {"rate": 400})
-    host_file(directory, "dgx001", [record("ib_check", ib)], "dgx_h100")
+    down = {
+        "check": "ib.phys_state",
+        "status": "fail",
+        "measured": {"mlx5_0/1": "LinkUp", "mlx5_3/1": "Polling"},
+        "expected": "LinkUp",
+        "message": "mlx5_3/1: physical state Polling",
+    }
+    host_file(directory, "dgx001", [record("ib_check", ib), record("ib_check", [down])], "dgx_h100")
     host_file(directory, "dgx040", [record("ib_check", [])], "dgx_h100")
     run = {
         "schema": report.RUN_SCHEMA,
@@ -220,12 +227,13 @@ def test_hca_and_pair_failures_are_placed_on_the_cabling_plan(superpod_run, tmp_
     _, root = page_of(report.load_run(superpod_run, topology=SUPERPOD), tmp_path)
     row = next(r for r in root.iter("tr", "node") if r.attrs["id"] == "node-dgx001")
     notes = next(row.iter("td", "msg")).text()
-    # ibstat's mlx5_0 is the DGX's first compute HCA: rail 1, leaf 1 of SU 1, port 1.
-    state = notes[notes.index("ib.state") :]
-    down = re.findall(r"(mlx5_\d+)/1: (rail \d+, \S+ port \d+|not in the cabling plan)", state)
-    assert down and all(device for device, _ in down)
-    rate = notes[notes.index("ib.rate") :]
-    assert "rail " in rate and "compute-su1-r" in rate
+    # The DGX's mlx5_3 is its rail 2 HCA: leaf r2 of SU 1, port 1 (the first DGX slot).
+    polling = notes[notes.index("ib.phys_state: 1/2 LinkUp") :]
+    assert "mlx5_3/1: rail 2, compute-su1-r2-leaf1 port 1" in polling
+    assert "mlx5_0/1" not in polling  # only the ports the failure names
+    # ibstat's failing ports are Ethernet ports the plan does not cable, and it says so.
+    assert "mlx5_2/1: not in the cabling plan" in notes[notes.index("ib.state") :]
+    assert len(list(root.iter("table", "pair-rails"))) == 1  # failed and unresolved: one table
     pair = next(root.iter("table", "pair-rails"))
     rails = [[td.text() for td in tr.iter("td")] for tr in pair.iter("tr") if list(tr.iter("td"))]
     assert len(rails) == 8
