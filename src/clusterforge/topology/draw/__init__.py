@@ -20,15 +20,18 @@ from clusterforge.topology.draw.canvas import (
     COLOURS,
     DOT,
     MARGIN,
+    NARROW,
+    NODE_COLOURS,
     WIDTH,
     Box,
     Canvas,
     fit,
     plural,
+    rail_colours,
     text_width,
 )
 from clusterforge.topology.draw.dragonfly import draw_dragonfly
-from clusterforge.topology.draw.tree import draw_tree
+from clusterforge.topology.draw.tree import Nodes, draw_tree
 
 TOPOLOGY_NAMES = {
     "fat_tree": "fat tree",
@@ -42,15 +45,23 @@ def render_svg(plan: ClusterPlan, fabric: str | None = None) -> str:
     name = _pick_fabric(plan, fabric)
     fabric_plan = plan.fabrics[name]
     gpus = _gpus_per_host(plan)
-    canvas = Canvas(WIDTH)
+    # A fabric of one switch (or none) is drawn on a narrow page: a wide one would be mostly empty.
+    canvas = Canvas(NARROW if len(fabric_plan.switches) <= 1 else WIDTH)
     y = _header(canvas, plan, fabric_plan, gpus)
     if not fabric_plan.switches:
-        canvas.text(WIDTH / 2, y + 30, "no nodes are cabled to this fabric", 13)
+        canvas.text(canvas.width / 2, y + 30, "no nodes are cabled to this fabric", 13)
     elif fabric_plan.spec.topology == "dragonfly":
         draw_dragonfly(canvas, fabric_plan, gpus, y)
     else:
-        draw_tree(canvas, fabric_plan, gpus, y, has_units=plan.topology.scalable_units is not None)
+        draw_tree(canvas, fabric_plan, gpus, y, has_units=plan.topology.scalable_units is not None, nodes=_nodes(plan))
     return canvas.to_svg()
+
+
+def _nodes(plan: ClusterPlan) -> Nodes:
+    """Hosts by name and the reserved slots of the scalable units, for the units' node rows."""
+    units = plan.topology.scalable_units
+    reserved = {(r.unit, r.slot): r for r in units.reserved_slots} if units else {}
+    return Nodes({h.name: h for h in plan.hosts}, reserved, units.nodes_per_unit if units else 0)
 
 
 def _pick_fabric(plan: ClusterPlan, fabric: str | None) -> str:
@@ -86,12 +97,20 @@ def _header(canvas: Canvas, plan: ClusterPlan, fabric: FabricPlan, gpus: dict[st
         parts.append(f"{spec.oversubscription:g}:1 oversubscription")
     if spec.topology == "rail_optimized_fat_tree":
         parts.append(f"{spec.rails} rails")
-    line, size = fit([DOT.join(parts), DOT.join(parts[:3]), kind], width, 12)
+    if spec.topology == "dragonfly" and spec.dragonfly is not None:
+        d = spec.dragonfly
+        parts.insert(
+            1,
+            f"p={d.terminals_per_router} a={d.routers_per_group} h={d.global_links_per_router} g={d.groups}",
+        )
+    shorter = DOT.join(parts[:4] if spec.topology == "dragonfly" else parts[:3])
+    line, size = fit([DOT.join(parts), shorter, DOT.join(parts[:2]), kind], width, 12)
     canvas.text(MARGIN, MARGIN + 40, line, size, anchor="start", colour="#444")
-    return _legend(canvas, fabric, gpus, MARGIN + 64)
+    units = plan.topology.scalable_units
+    return _legend(canvas, fabric, gpus, MARGIN + 64, reserved=bool(units and units.reserved_slots))
 
 
-def _legend(canvas: Canvas, fabric: FabricPlan, gpus: dict[str, int], y: float) -> float:
+def _legend(canvas: Canvas, fabric: FabricPlan, gpus: dict[str, int], y: float, reserved: bool = False) -> float:
     """One row of counts with colour swatches for the switch tiers, wrapped if it runs out of width."""
     tiers = Counter(s.tier for s in fabric.switches)
     nodes = len(fabric.attachments)
@@ -100,16 +119,31 @@ def _legend(canvas: Canvas, fabric: FabricPlan, gpus: dict[str, int], y: float) 
         (None, f"{sum(gpus.get(h, 0) for h in fabric.attachments)} GPUs"),
         (None, plural(len(fabric.switches), "switch", "switches") + ":"),
     ]
-    entries += [(tier, f"{tiers[tier]} {tier}") for tier in fabric.tiers()]
+    entries += [(COLOURS[tier], f"{tiers[tier]} {tier}") for tier in fabric.tiers()]
     entries.append((None, plural(len(fabric.links), "link")))
+    y = _legend_row(canvas, entries, y)
+    rails = sorted({s.rail for s in fabric.switches if s.rail is not None})
+    if rails:  # the colour of each rail's leaves (and of the rail stripes of collapsed units)
+        y = _legend_row(canvas, [(None, "rails:"), *(((rail_colours(r)[1],) * 2, f"r{r}") for r in rails)], y + 20)
+    if fabric.spec.topology != "dragonfly" and fabric.attachments:  # the units' node rows
+        row = [(None, "node rows:"), (NODE_COLOURS["node"], "node")]
+        if reserved:
+            row.append((NODE_COLOURS["reserved"], "reserved slot (management)"))
+        y = _legend_row(canvas, row, y + 20)
+    return y + 24
+
+
+def _legend_row(canvas: Canvas, entries: list[tuple[tuple[str, str] | None, str]], y: float) -> float:
+    """Labels with optional colour swatches in a row, wrapped when it runs out of width; returns
+    the y of the last row."""
     x, size = MARGIN, 12
-    for tier, label in entries:
-        needed = text_width(label, size) + (16 if tier else 0)
+    for colours, label in entries:
+        needed = text_width(label, size) + (16 if colours else 0)
         if x + needed > canvas.width - MARGIN:
             x, y = MARGIN, y + 20
-        if tier:
-            canvas.rect(Box(x, y - 10, 11, 11), COLOURS[tier])
+        if colours:
+            canvas.rect(Box(x, y - 10, 11, 11), colours)
             x += 16
         canvas.text(x, y, label, size, anchor="start")
         x += text_width(label, size) + 18
-    return y + 24
+    return y

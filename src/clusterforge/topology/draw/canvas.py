@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from clusterforge.topology.fabric import FabricPlan
 
 WIDTH = 1400
+NARROW = 760  # the page of a fabric with a single switch
 MARGIN = 20
 GUTTER = 110  # left column for tier names and link totals
 ROW_H = 30  # a switch row (boxes or a collapsed bar)
@@ -37,6 +38,13 @@ COLOURS = {  # fill, stroke
     "pod": ("none", "#b0b0b0"),
 }
 LINK_COLOUR = "#607d8b"
+# One colour per rail (stroke; the fill is a light tint of it), repeating after eight: rail 1 is
+# the first HCA (GPU 0) of every node, and its leaves carry only that rail's traffic.
+RAIL_COLOURS = ("#1f77b4", "#e6550d", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#d6338f", "#17becf")
+NODE_COLOURS = {  # fill, stroke of a node's square in a unit's node row
+    "node": ("#9e9e9e", "none"),
+    "reserved": ("#fdd835", "#8d6e00"),  # a reserved slot, with the management host in it if any
+}
 PAIR_LINES_MAX = 48  # above this many leaf-spine pairs, bundles replace single lines
 CIRCLE_MAX = 16  # dragonfly groups drawn on a circle with chords; more go in a grid
 
@@ -57,6 +65,14 @@ class Box:
             or self.y + self.h + gap <= other.y
             or other.y + other.h + gap <= self.y
         )
+
+
+def rail_colours(rail: int) -> tuple[str, str]:
+    """(fill, stroke) of a rail's leaves: the rail's colour and a light tint of it."""
+    stroke = RAIL_COLOURS[(rail - 1) % len(RAIL_COLOURS)]
+    r, g, b = (int(stroke[i : i + 2], 16) for i in (1, 3, 5))
+    tint = "#" + "".join(f"{round(c + (255 - c) * 0.8):02x}" for c in (r, g, b))
+    return tint, stroke
 
 
 def text_width(text: str, size: float) -> float:
@@ -98,16 +114,32 @@ class Canvas:
     def _grow(self, bottom: float) -> None:
         self.bottom = max(self.bottom, bottom)
 
-    def rect(self, box: Box, colours: tuple[str, str], dashed: bool = False, obstacle: bool = False) -> None:
+    def rect(
+        self,
+        box: Box,
+        colours: tuple[str, str],
+        dashed: bool = False,
+        obstacle: bool = False,
+        title: str | None = None,
+        css: str | None = None,
+        radius: float = 4,
+    ) -> ET.Element:
+        """A box; title becomes its tooltip (<title>: a switch's cabling-plan name), css its class."""
         fill, stroke = colours
-        attrs = {"x": _n(box.x), "y": _n(box.y), "width": _n(box.w), "height": _n(box.h), "rx": "4"}
+        attrs = {"x": _n(box.x), "y": _n(box.y), "width": _n(box.w), "height": _n(box.h), "rx": _n(radius)}
         attrs |= {"fill": fill, "stroke": stroke, "stroke-width": "1.2"}
         if dashed:
             attrs["stroke-dasharray"] = "5 4"
-        self.shapes.append(ET.Element("rect", attrs))
+        if css:
+            attrs["class"] = css
+        element = ET.Element("rect", attrs)
+        if title:
+            ET.SubElement(element, "title").text = title
+        self.shapes.append(element)
         if obstacle:
             self.obstacles.append(box)
         self._grow(box.y + box.h)
+        return element
 
     def line(self, x1: float, y1: float, x2: float, y2: float, width: float, opacity: float = 0.7) -> None:
         attrs = {"x1": _n(x1), "y1": _n(y1), "x2": _n(x2), "y2": _n(y2), "stroke": LINK_COLOUR}

@@ -55,8 +55,11 @@ def draw_dragonfly(canvas: Canvas, fabric: FabricPlan, gpus: dict[str, int], top
             canvas.line(ax, ay, bx, by, min(1 + count / 2, 6) * scale, opacity)
     else:
         centre_of, bottom = _grid(canvas, groups, (box_w, box_h), top + 20)
+    names: dict[int, list[str]] = {}
+    for router in routers:
+        names.setdefault(router.group, []).append(router.name)
     for g in groups:
-        _group_box(canvas, texts[g], centre_of[g], (box_w, box_h), size[g])
+        _group_box(canvas, texts[g], centre_of[g], (box_w, box_h), names[g])
     labelled = chords and place_line_labels(
         canvas,
         [
@@ -100,11 +103,15 @@ def _grid(canvas: Canvas, groups: list[int], box: tuple[float, float], top: floa
 
 
 def _group_box(
-    canvas: Canvas, lines: list[list[str]], centre: tuple[float, float], size: tuple[float, float], routers: int
+    canvas: Canvas, lines: list[list[str]], centre: tuple[float, float], size: tuple[float, float], names: list[str]
 ) -> None:
+    """A group's box (its <title> names its routers as the cabling plan does), with a square per
+    router, each titled with its name, when they fit at a visible size."""
     box_w, box_h = size
     box = Box(centre[0] - box_w / 2, centre[1] - box_h / 2, box_w, box_h)
-    canvas.rect(box, COLOURS["router"], obstacle=True)
+    routers = len(names)
+    shown = ", ".join(names) if routers <= 12 else f"{', '.join(names[:10])}, \u2026, {names[-1]}"
+    canvas.rect(box, COLOURS["router"], obstacle=True, title=f"{lines[0][0]}: {shown}", css="group")
     for i, options in enumerate(lines):
         text, font = fit(options, box_w - 2 * PAD, 11 if i == 0 else UNIT_TEXT)
         canvas.text(centre[0], box.y + 16 + 14 * i, text, font, bold=i == 0)
@@ -113,7 +120,8 @@ def _group_box(
     if square >= 3:
         left = centre[0] - (routers * (square + 2) - 2) / 2
         for i in range(routers):
-            canvas.rect(Box(left + i * (square + 2), box.y + box_h - square - 5, square, square), ("#f5a25d", "none"))
+            square_box = Box(left + i * (square + 2), box.y + box_h - square - 5, square, square)
+            canvas.rect(square_box, ("#f5a25d", "none"), title=names[i], css="switch router")
 
 
 def _edge(a: tuple[float, float], b: tuple[float, float], box_w: float, box_h: float) -> tuple[float, float]:

@@ -13,6 +13,7 @@ from clusterforge.topology.draw.canvas import (
     DOT,
     GUTTER,
     MARGIN,
+    NODE_COLOURS,
     PAD,
     PAIR_LINES_MAX,
     POD_GAP,
@@ -30,11 +31,13 @@ from clusterforge.topology.draw.canvas import (
     per_pair,
     place_line_labels,
     plural,
+    rail_colours,
     row_width,
     text_box,
     text_width,
 )
 from clusterforge.topology.fabric import FabricPlan, Switch
+from clusterforge.topology.hosts import Host
 
 # --- fat trees --------------------------------------------------------------------------------
 
@@ -49,6 +52,22 @@ class Part:
     gpus: int = 0
     uplinks: int = 0
     count: int = 1  # > 1: a run of identical consecutive units drawn as one box
+    hosts: list[str] = field(default_factory=list)  # cabled to this part (of the first unit of a run)
+    marks: tuple[int, ...] = ()  # its reserved slots
+
+
+@dataclass
+class Nodes:
+    """The hosts by name and the units' reserved slots ((unit, slot) -> ReservedSlot), for the node
+    row drawn in each unit: one square per slot, a reserved slot (a management host) marked."""
+
+    hosts: dict[str, Host] = field(default_factory=dict)
+    reserved: dict = field(default_factory=dict)
+    per_unit: int = 0
+
+    def in_reserved_slot(self, name: str) -> bool:
+        host = self.hosts.get(name)
+        return host is not None and (host.unit, host.slot) in self.reserved
 
 
 @dataclass
@@ -59,7 +78,53 @@ class Pod:
     uplinks: int = 0
 
 
-def _tree_model(fabric: FabricPlan, gpus: dict[str, int]) -> tuple[list[Pod], list[Switch]]:
+@dataclass
+class Ports:
+    """Each switch's port budget: links down (to nodes or the tier below) and up, of its radix."""
+
+    radix: int
+    budgets: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, fabric: FabricPlan) -> Ports:
+        down: Counter[str] = Counter()
+        up: Counter[str] = Counter()
+        for link in fabric.links:
+            if link.tier == "node-leaf":
+                down[link.b] += 1
+            elif link.tier in ("leaf-spine", "spine-core"):
+                up[link.a] += 1
+                down[link.b] += 1
+        return cls(fabric.spec.switch.radix, {s.name: (down[s.name], up[s.name]) for s in fabric.switches})
+
+    def text(self, name: str) -> str:
+        """ "32 down, 32 up of 64" """
+        down, up = self.budgets.get(name, (0, 0))
+        return f"{down} down, {up} up of {self.radix}" if up else f"{down} down of {self.radix}"
+
+    def tier_text(self, switches: list[Switch]) -> str:
+        """One budget for the tier ("32 down, 32 up of 64"), or ranges where its switches differ."""
+        values = [self.budgets.get(s.name, (0, 0)) for s in switches]
+        downs, ups = [d for d, _ in values], [u for _, u in values]
+
+        def span(numbers: list[int]) -> str:
+            low, high = min(numbers), max(numbers)
+            return str(low) if low == high else f"{low}{DASH}{high}"
+
+        return (
+            f"{span(downs)} down, {span(ups)} up of {self.radix}" if max(ups) else f"{span(downs)} down of {self.radix}"
+        )
+
+
+def _named(switches: list[Switch], limit: int = 12) -> str:
+    """Cabling-plan names of switches, the middle left out of a long list."""
+    names = [s.name for s in switches]
+    if len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[: limit - 2]) + f", \u2026 ({len(names) - limit + 1} more), " + names[-1]
+
+
+def _tree_model(fabric: FabricPlan, gpus: dict[str, int], nodes: Nodes | None = None) -> tuple[list[Pod], list[Switch]]:
     """Pods with their spines and unit parts, and the cores."""
     if len(fabric.tiers()) > 1 and not any(link.tier == "leaf-spine" for link in fabric.links):
         raise ValueError(f"fabric {fabric.name} was generated without its links; load the topology with links=True")
@@ -86,6 +151,10 @@ def _tree_model(fabric: FabricPlan, gpus: dict[str, int]) -> tuple[list[Pod], li
     for host, leaves in fabric.attachments.items():
         part_of[leaves[0]].nodes += 1
         part_of[leaves[0]].gpus += gpus.get(host, 0)
+        part_of[leaves[0]].hosts.append(host)
+    if nodes is not None:
+        for part in parts.values():
+            part.marks = tuple(sorted(slot for unit, slot in nodes.reserved if unit == part.unit))
     cores = [s for s in fabric.switches if s.tier == "core"]
     ordered = sorted(pods.values(), key=lambda p: -1 if p.number is None else p.number)
     return [p for p in ordered if p.parts or p.spines], cores
@@ -103,6 +172,7 @@ def _runs(parts: list[Part]) -> list[Part]:
             and part.unit == last.unit + last.count
             and len(part.leaves) * last.count == len(last.leaves)
             and part.nodes * last.count == last.nodes
+            and part.marks == last.marks
         )
         if same:
             last.leaves.extend(part.leaves)
@@ -111,7 +181,17 @@ def _runs(parts: list[Part]) -> list[Part]:
             last.uplinks += part.uplinks
             last.count += 1
         else:
-            runs.append(Part(part.unit, list(part.leaves), part.nodes, part.gpus, part.uplinks))
+            runs.append(
+                Part(
+                    part.unit,
+                    list(part.leaves),
+                    part.nodes,
+                    part.gpus,
+                    part.uplinks,
+                    hosts=list(part.hosts),
+                    marks=part.marks,
+                )
+            )
     return runs
 
 
@@ -149,6 +229,7 @@ class Layout:
 
 
 LEAF_GAP = 4
+LEAVES_BOX_H = 80  # a unit box with its leaves, node row and counts
 MAX_UNIT_ROWS = 4  # more rows of unit boxes than this and identical units are merged
 
 
@@ -221,8 +302,11 @@ def _plan_layout(pods: list[Pod], x0: float, x1: float, has_units: bool) -> Layo
     return Layout("pods", pods, [(x0, x1)], [])
 
 
-def _switch_row(canvas: Canvas, switches: list[Switch], span: tuple[float, float], y: float, bar: list[str]):
-    """Switches side by side when their names fit, else one bar labelled with `bar` options.
+def _switch_row(
+    canvas: Canvas, switches: list[Switch], span: tuple[float, float], y: float, bar: list[str], ports: Ports
+):
+    """Switches side by side when their names fit, else one bar labelled with `bar` options; each
+    switch's <title> (the bar's) gives its cabling-plan name and port budget.
     Returns the x centre of each switch drawn (empty for a bar) and the span covered."""
     x0, x1 = span
     names = [_short(s) for s in switches]
@@ -234,11 +318,13 @@ def _switch_row(canvas: Canvas, switches: list[Switch], span: tuple[float, float
         centres = {}
         for i, (switch, name) in enumerate(zip(switches, names, strict=True)):
             bx = left + i * (box_w + 6)
-            canvas.rect(Box(bx, y, box_w, ROW_H), fill, obstacle=True)
+            title = f"{switch.name}: {ports.text(switch.name)}"
+            canvas.rect(Box(bx, y, box_w, ROW_H), fill, obstacle=True, title=title, css=f"switch {switch.tier}")
             canvas.text(bx + box_w / 2, y + ROW_H / 2 + 4, name, UNIT_TEXT)
             centres[switch.name] = bx + box_w / 2
         return centres, (left, left + total)
-    canvas.rect(Box(x0, y, x1 - x0, ROW_H), fill, obstacle=True)
+    title = f"{plural(len(switches), switches[0].tier)} ({ports.tier_text(switches)} each): {_named(switches)}"
+    canvas.rect(Box(x0, y, x1 - x0, ROW_H), fill, obstacle=True, title=title, css=f"switches {switches[0].tier}")
     label, size = fit(bar, x1 - x0 - 8, 11)
     canvas.text((x0 + x1) / 2, y + ROW_H / 2 + 4, label, size)
     return {}, (x0, x1)
@@ -285,18 +371,41 @@ class Column:
     singly: bool  # spines drawn one by one rather than as a bar
 
 
-def draw_tree(canvas: Canvas, fabric: FabricPlan, gpus: dict[str, int], top: float, has_units: bool) -> None:
+@dataclass
+class Drawing:
+    """What every part of a fat-tree picture reads: links, ports, nodes and the unit naming."""
+
+    links: Links
+    ports: Ports
+    nodes: Nodes
+    has_units: bool
+
+
+def draw_tree(
+    canvas: Canvas,
+    fabric: FabricPlan,
+    gpus: dict[str, int],
+    top: float,
+    has_units: bool,
+    nodes: Nodes | None = None,
+) -> None:
     """Core row, then per pod its spine row over its unit boxes, then the link captions."""
-    pods, cores = _tree_model(fabric, gpus)
+    nodes = nodes or Nodes()
+    pods, cores = _tree_model(fabric, gpus, nodes)
     x0, x1 = MARGIN + GUTTER, canvas.width - MARGIN
     layout = _plan_layout(pods, x0, x1, has_units)
     links = Links.of(fabric)
+    drawing = Drawing(links, Ports.of(fabric), nodes, has_units)
     y = top + 10
     core_span = None
+    # Bundles up to the cores: one label for them all when every pod's is the same.
+    up = [links.bundle("spine-core", p.uplinks) for p in layout.pods if p.uplinks and p.spines]
+    same_up = up[0] if len(up) > 1 and len(set(up)) == 1 else None
     if cores:
         _gutter(canvas, y + ROW_H / 2, ["core"], bold=True)
-        _, core_span = _switch_row(canvas, cores, (x0, x1), y, _core_bar(cores, fabric))
-        _gutter(canvas, y + ROW_H + TIER_GAP / 2, _tier_total(links.pairs["spine-core"]))
+        _, core_span = _switch_row(canvas, cores, (x0, x1), y, _core_bar(cores, fabric), drawing.ports)
+        each = [same_up, "per pod"] if same_up and layout.mode != "pods" else []
+        _gutter(canvas, y + ROW_H + TIER_GAP / 2, _tier_total(links.pairs["spine-core"]) + each)
         y += ROW_H + TIER_GAP
     if layout.mode == "pods":
         bottom = _draw_pod_grid(canvas, layout.pods, (x0, x1), y, has_units)
@@ -305,19 +414,25 @@ def draw_tree(canvas: Canvas, fabric: FabricPlan, gpus: dict[str, int], top: flo
             total = links.bundle("spine-core", sum(p.uplinks for p in layout.pods))
             _fan_with_label(canvas, (x0, x1, y), (*core_span, y - TIER_GAP), total)
     else:
-        bottom = _draw_columns(canvas, layout, y, core_span, links, has_units)
-    _captions(canvas, fabric, links, bottom + 24)
+        bottom = _draw_columns(canvas, layout, y, core_span, drawing, label_up=same_up is None)
+    _captions(canvas, fabric, drawing, bottom + 24)
 
 
 def _draw_columns(
-    canvas: Canvas, layout: Layout, y: float, core_span: tuple[float, float] | None, links: Links, has_units: bool
+    canvas: Canvas,
+    layout: Layout,
+    y: float,
+    core_span: tuple[float, float] | None,
+    drawing: Drawing,
+    label_up: bool = True,
 ) -> float:
     """Each pod's spines (with their bundle up to the cores) over its units; returns the y below."""
+    links, has_units = drawing.links, drawing.has_units
     has_spines = any(p.spines for p in layout.pods)
     spine_y, unit_y = y, y + (ROW_H + TIER_GAP if has_spines else 0)
     framed = len(layout.pods) > 1
     lines = max(len(_part_texts(part, has_units)) for pod in layout.pods for part in pod.parts)
-    height = 76 if layout.mode == "leaves" else 14 + 14 * lines
+    height = LEAVES_BOX_H if layout.mode == "leaves" else 32 + 14 * lines
     leaf_centres: dict[str, tuple[float, float]] = {}
     spine_centres: dict[str, float] = {}
     columns = []
@@ -326,12 +441,13 @@ def _draw_columns(
         if pod.spines:
             count = plural(len(pod.spines), "spine")
             bar = [f"pod {pod.number}{DOT}{count}", count] if pod.number is not None else [count]
-            centres, spine_span = _switch_row(canvas, pod.spines, span, spine_y, bar)
+            centres, spine_span = _switch_row(canvas, pod.spines, span, spine_y, bar, drawing.ports)
             spine_centres |= centres
             if core_span and pod.uplinks:
                 upper = (*core_span, spine_y - TIER_GAP)
-                _fan_with_label(canvas, (*spine_span, spine_y), upper, links.bundle("spine-core", pod.uplinks))
-        boxes = _draw_parts(canvas, pod, span, (unit_y, height), layout.mode, per_row, has_units, leaf_centres)
+                label = links.bundle("spine-core", pod.uplinks) if label_up else None
+                _fan_with_label(canvas, (*spine_span, spine_y), upper, label)
+        boxes = _draw_parts(canvas, pod, span, (unit_y, height), layout.mode, per_row, drawing, leaf_centres)
         columns.append(Column(pod, span, per_row, boxes, spine_span, bool(centres)))
     bottom = max(box.y + box.h for column in columns for box in column.boxes)
     if framed:  # dashed frames show which units hang under which pod's spines
@@ -370,10 +486,18 @@ def _leaf_spine_links(
             if len(counts) == 1:  # too crowded to label every line: say it once, in the gutter
                 total.append(f"each line {links.bundle('leaf-spine', counts.pop())}")
         return total
+    fans = []
     for column in columns:
         if column.pod.spines:
             spines = (*column.spine_span, spine_bottom)
-            _unit_fans(canvas, column, spines, links.speeds["leaf-spine"])
+            fans += _unit_fans(column, spines, links.speeds["leaf-spine"])
+    labels = {label for _, _, label, _ in fans}
+    if len(fans) > 1 and len(labels) == 1:  # every bundle the same: say it once, in the gutter
+        for bottom, top, _, _ in fans:
+            _fan_with_label(canvas, bottom, top, None)
+        return [*total, labels.pop(), f"per {fans[0][3]}"]
+    for bottom, top, label, _ in fans:
+        _fan_with_label(canvas, bottom, top, label)
     return total
 
 
@@ -388,7 +512,7 @@ def _draw_parts(
     at: tuple[float, float],
     mode: str,
     per_row: int,
-    has_units: bool,
+    drawing: Drawing,
     leaf_centres: dict[str, tuple[float, float]],
 ) -> list[Box]:
     """The unit boxes of one pod column (top y and height `at`), `per_row` to a row."""
@@ -402,65 +526,137 @@ def _draw_parts(
     for n, part in enumerate(pod.parts):
         row, col = divmod(n, per_row)
         box = Box(left + col * (part_w + UNIT_GAP), y + row * (height + UNIT_GAP), part_w, height)
-        canvas.rect(box, COLOURS["unit"])
+        name = _unit_name(part, drawing.has_units)
+        leaves = plural(len(part.leaves), "leaf", "leaves")
+        title = f"{name}: {leaves} ({drawing.ports.tier_text(part.leaves)} each): {_named(part.leaves)}"
+        canvas.rect(box, COLOURS["unit"], title=title, css="unit")
         if mode == "leaves":
-            _leaf_box_contents(canvas, part, box, has_units, leaf_centres)
+            _leaf_box_contents(canvas, part, box, drawing, leaf_centres)
         else:
-            _unit_box_contents(canvas, part, box, has_units)
+            _unit_box_contents(canvas, part, box, drawing)
         boxes.append(box)
     return boxes
 
 
-def _unit_box_contents(canvas: Canvas, part: Part, box: Box, has_units: bool) -> None:
-    for line, options in enumerate(_part_texts(part, has_units)):
+def _unit_box_contents(canvas: Canvas, part: Part, box: Box, drawing: Drawing) -> None:
+    """A collapsed unit: its name and counts, its node row, and a stripe of its leaves' rails."""
+    texts = _part_texts(part, drawing.has_units)
+    for line, options in enumerate(texts):
         text, size = fit(options, box.w - 2 * PAD, 11 if line == 0 else UNIT_TEXT)
         canvas.text(box.x + box.w / 2, box.y + 18 + line * 14, text, size, bold=line == 0)
+    below = box.y + 14 * len(texts) + 10
+    _node_row(canvas, part, Box(box.x + PAD, below, box.w - 2 * PAD, 7), drawing)
+    _rail_stripe(canvas, part, Box(box.x + PAD, below + 10, box.w - 2 * PAD, 5))
 
 
 def _leaf_box_contents(
-    canvas: Canvas, part: Part, box: Box, has_units: bool, leaf_centres: dict[str, tuple[float, float]]
+    canvas: Canvas, part: Part, box: Box, drawing: Drawing, leaf_centres: dict[str, tuple[float, float]]
 ) -> None:
-    """A unit box with its leaves in a row: name on top, node and GPU counts below."""
-    name, size = fit([_unit_name(part, has_units)], box.w - 2 * PAD, 11)
+    """A unit box with its leaves in a row, coloured by rail: name on top, the node row and the
+    node and GPU counts below."""
+    name, size = fit([_unit_name(part, drawing.has_units)], box.w - 2 * PAD, 11)
     canvas.text(box.x + box.w / 2, box.y + 15, name, size, bold=True)
     count = len(part.leaves)
     leaf_w = min(64.0, row_width(box.w - 2 * PAD, count, LEAF_GAP))
     left = box.x + (box.w - (leaf_w * count + LEAF_GAP * (count - 1))) / 2
     for i, (leaf, label) in enumerate(zip(part.leaves, _leaf_labels(part), strict=True)):
         leaf_box = Box(left + i * (leaf_w + LEAF_GAP), box.y + 22, leaf_w, 26)
-        canvas.rect(leaf_box, COLOURS["leaf"], obstacle=True)
+        colours = rail_colours(leaf.rail) if leaf.rail is not None else COLOURS["leaf"]
+        rail = f"rail {leaf.rail}, " if leaf.rail is not None else ""
+        title = f"{leaf.name}: {rail}{drawing.ports.text(leaf.name)}"
+        canvas.rect(leaf_box, colours, obstacle=True, title=title, css="switch leaf")
         canvas.text(leaf_box.x + leaf_w / 2, leaf_box.y + 17, label, UNIT_TEXT)
         leaf_centres[leaf.name] = (leaf_box.x + leaf_w / 2, leaf_box.y)
+    _node_row(canvas, part, Box(box.x + PAD, box.y + 52, box.w - 2 * PAD, 7), drawing)
     nodes = plural(part.nodes, "node")
     text, size = fit([f"{nodes}{DOT}{part.gpus} GPUs" if part.gpus else nodes, nodes], box.w - 2 * PAD, UNIT_TEXT)
-    canvas.text(box.x + box.w / 2, box.y + 66, text, size, colour="#444")
+    canvas.text(box.x + box.w / 2, box.y + 72, text, size, colour="#444")
+
+
+def _slots(part: Part, nodes: Nodes) -> list[tuple[str, str | None]]:
+    """The node row of a unit, slot by slot: (kind, tooltip), kind node, reserved or empty. A
+    service part (no unit) lists its hosts."""
+    if not (nodes.per_unit and part.unit):
+        return [("reserved" if nodes.in_reserved_slot(h) else "node", None) for h in part.hosts]
+    by_slot = {nodes.hosts[h].slot: h for h in part.hosts if h in nodes.hosts}
+    row = []
+    for slot in range(1, nodes.per_unit + 1):
+        reserved = nodes.reserved.get((part.unit, slot))
+        host = by_slot.get(slot)
+        if reserved is not None:
+            who = host or "empty"
+            row.append(("reserved", f"SU{part.unit} slot {slot} reserved: {reserved.purpose or 'reserved'} ({who})"))
+        else:
+            row.append(("node" if host else "empty", None))
+    return row
+
+
+def _node_row(canvas: Canvas, part: Part, area: Box, drawing: Drawing) -> None:
+    """One square per node slot of the unit (of the first unit of a run), a reserved slot in its
+    own colour; one grey bar when the squares would be too small to see."""
+    slots = _slots(part, drawing.nodes)
+    if not slots:
+        return
+    each = " each" if part.count > 1 else ""
+    names = f"{part.hosts[0]} \u2026 {part.hosts[-1]}" if len(part.hosts) > 1 else "".join(part.hosts)
+    title = f"{_unit_name(part, drawing.has_units)}: {plural(len(slots), 'node slot')}{each} ({names})"
+    square = min(7.0, (area.w + 1) / len(slots) - 1)
+    if square < 1.5:
+        canvas.rect(area, NODE_COLOURS["node"], title=title, css="node-row", radius=1)
+        return
+    width = len(slots) * (square + 1) - 1
+    left = area.x + (area.w - width) / 2
+    canvas.rect(Box(left - 1, area.y - 1, width + 2, area.h + 2), ("#f0f0f0", "none"), title=title, css="node-row")
+    for i, (kind, tip) in enumerate(slots):
+        colours = NODE_COLOURS.get(kind, ("white", "#bdbdbd"))
+        box = Box(left + i * (square + 1), area.y, square, area.h)
+        canvas.rect(box, colours, title=tip, css=f"slot {kind}", radius=1)
+
+
+def _rail_stripe(canvas: Canvas, part: Part, area: Box) -> None:
+    """A collapsed unit's leaves as a stripe, one segment per leaf in its rail's colour."""
+    per_unit = len(part.leaves) // part.count
+    if per_unit == 0 or all(leaf.rail is None for leaf in part.leaves):
+        return
+    width = area.w / per_unit
+    for i in range(per_unit):
+        same = part.leaves[i::per_unit]  # this leaf in every unit of a run
+        rail = same[0].rail
+        colours = rail_colours(rail) if rail is not None else COLOURS["leaf"]
+        title = f"rail {rail}: {_named(same, 6)}" if rail is not None else _named(same, 6)
+        canvas.rect(
+            Box(area.x + i * width, area.y, width, area.h), (colours[1], "none"), title=title, css="rail", radius=0
+        )
 
 
 def _fan_with_label(
-    canvas: Canvas, bottom: tuple[float, float, float], top: tuple[float, float, float], label: str
+    canvas: Canvas, bottom: tuple[float, float, float], top: tuple[float, float, float], label: str | None
 ) -> None:
-    """A bundle between two spans, labelled just above its lower end."""
+    """A bundle between two spans, labelled just above its lower end (unless label is None)."""
     bx0, bx1, by = bottom
     inset = (bx1 - bx0) * 0.2
     canvas.fan((bx0 + inset, bx1 - inset, by), top, 0.14)
+    if label is None:
+        return
     text, size = fit([label, label.split(TIMES)[0]], bx1 - bx0 - 4, UNIT_TEXT)
     box = text_box((bx0 + bx1) / 2, by - 6, text, size)
     if canvas.free(box):
         canvas.text((bx0 + bx1) / 2, by - 6, text, size, halo=True)
 
 
-def _unit_fans(canvas: Canvas, column: Column, spines: tuple[float, float, float], speeds: set[int]) -> None:
-    """Bundles from units up to their pod's spines: one per unit when the units sit in one row,
-    else one for the whole column from its top row."""
+def _unit_fans(column: Column, spines: tuple[float, float, float], speeds: set[int]) -> list[tuple]:
+    """Bundles from units up to their pod's spines, as (bottom span, top span, label, what each
+    is): one per unit when the units sit in one row, else one for the whole column from its top row."""
     boxes = column.boxes
     if len(boxes) <= column.per_row:
-        for part, box in zip(column.pod.parts, boxes, strict=True):
-            _fan_with_label(canvas, (box.x, box.x + box.w, box.y), spines, bundle(part.uplinks, speeds))
-        return
+        return [
+            ((box.x, box.x + box.w, box.y), spines, bundle(part.uplinks, speeds), "unit")
+            for part, box in zip(column.pod.parts, boxes, strict=True)
+        ]
     top_row = boxes[: column.per_row]
     total = sum(p.uplinks for p in column.pod.parts)
     bottom = (top_row[0].x, top_row[-1].x + top_row[-1].w, top_row[0].y)
-    _fan_with_label(canvas, bottom, spines, bundle(total, speeds))
+    return [(bottom, spines, bundle(total, speeds), "pod")]
 
 
 def _pair_lines(
@@ -490,11 +686,15 @@ def _draw_pod_grid(canvas: Canvas, pods: list[Pod], span: tuple[float, float], y
         if per_row * 8 >= len(pods):  # at most 8 rows before abbreviating
             break
     box_w = row_width(span[1] - span[0], per_row)
-    height = 18 + 14 * len(texts[0])
-    for n, lines in enumerate(texts):
+    height = 28 + 14 * len(texts[0])
+    for n, (pod, lines) in enumerate(zip(pods, texts, strict=True)):
         row, col = divmod(n, per_row)
         box = Box(span[0] + col * (box_w + UNIT_GAP), y + row * (height + UNIT_GAP), box_w, height)
-        canvas.rect(box, COLOURS["spine"])
+        leaves = [leaf for part in pod.parts for leaf in part.leaves]
+        canvas.rect(box, COLOURS["spine"], title=f"pod {pod.number}: {_named(pod.spines + leaves)}", css="pod")
+        # the rails of the pod's first unit, so the rail stripes stay when pods collapse
+        first = Part(pod.parts[0].unit, pod.parts[0].leaves[: len(pod.parts[0].leaves) // pod.parts[0].count])
+        _rail_stripe(canvas, first, Box(box.x + PAD, box.y + height - 10, box_w - 2 * PAD, 5))
         for line, options in enumerate(lines):
             text, size = fit(options, box_w - 2 * PAD, 11 if line == 0 else UNIT_TEXT)
             canvas.text(box.x + box_w / 2, box.y + 16 + 14 * line, text, size, bold=line == 0)
@@ -515,8 +715,10 @@ def _pod_texts(pod: Pod, has_units: bool) -> list[list[str]]:
     ]
 
 
-def _captions(canvas: Canvas, fabric: FabricPlan, links: Links, y: float) -> None:
-    """One line per link tier: count, speed and links per switch pair."""
+def _captions(canvas: Canvas, fabric: FabricPlan, drawing: Drawing, y: float) -> None:
+    """One line per link tier: count, speed and links per switch pair; the management links of
+    hosts in reserved slots; then each tier's port budget."""
+    links, nodes = drawing.links, drawing.nodes
     for tier in ("node-leaf", "leaf-spine", "spine-core"):
         pairs = links.pairs.get(tier)
         if not pairs:
@@ -525,8 +727,24 @@ def _captions(canvas: Canvas, fabric: FabricPlan, links: Links, y: float) -> Non
         line = f"{word}: {links.bundle(tier, sum(pairs.values()))}"
         if tier == "node-leaf":
             detail = f"{line} from {plural(len(fabric.attachments), 'node')}"
+            managed: Counter[str] = Counter()
+            for (host, _), n in pairs.items():
+                if nodes.in_reserved_slot(host):
+                    managed[host] += n
+            if managed:
+                hosts = ", ".join(sorted(managed))
+                links_word = plural(managed.total(), "management link")
+                detail += f"{DOT}{links_word} from {hosts} in {plural(len(managed), 'reserved slot')}"
         else:
             detail = f"{line}{DOT}{per_pair(pairs, f'{word} pair')}, {len(pairs)} pairs"
         text, size = fit([detail, line], canvas.width - 2 * MARGIN, 11)
         canvas.text(MARGIN, y, text, size, anchor="start", colour="#444")
         y += 16
+    budgets = []
+    for tier in fabric.tiers():
+        switches = [s for s in fabric.switches if s.tier == tier]
+        budgets.append(f"{tier} {drawing.ports.tier_text(switches)}")
+    if budgets:
+        line = f"ports per switch: {'; '.join(budgets)}"
+        text, size = fit([line, budgets[0]], canvas.width - 2 * MARGIN, 11)
+        canvas.text(MARGIN, y, text, size, anchor="start", colour="#444")

@@ -177,8 +177,10 @@ def test_superpod_four_units_shows_every_leaf_and_spine():
         assert expected in texts
     assert [t for t in texts if re.fullmatch(r"spine\d+", t)] == [f"spine{n:02d}" for n in range(1, 17)]
     assert [t for t in texts if t.startswith("SU")] == ["SU1", "SU2", "SU3", "SU4"]
-    assert texts.count("r1") == 4 and texts.count("r8") == 4  # eight rail leaves per unit
-    assert texts.count("256\u00d7400G") == 4  # one bundle per unit: 8 leaves x 32 uplinks
+    # eight rail leaves per unit, and each rail once in the legend
+    assert texts.count("r1") == 4 + 1 and texts.count("r8") == 4 + 1
+    # one bundle per unit (8 leaves x 32 uplinks), all alike: said once, beside the tier
+    assert texts.count("256\u00d7400G") == 1 and "per unit" in texts
     assert "32 nodes \u00b7 248 GPUs" in texts  # unit 4: 31 DGX and the UFM in its reserved slot
     assert not any("core" in t for t in texts)
 
@@ -194,8 +196,9 @@ def test_superpod_sixteen_units_collapses_into_pods(tmp_path):
     assert [t for t in texts if t.startswith("pod ")] == [f"pod {n} \u00b7 32 spines" for n in range(1, 5)]
     assert [t for t in texts if t.startswith("SU")] == [f"SU{n}" for n in range(1, 17)]
     assert texts.count("8 leaves") == 16
-    assert texts.count("1024\u00d7400G") == 4  # each pod's spines up to the cores
-    assert "r1" not in texts  # leaves are counted, not drawn one by one
+    # each pod's spines up to the cores, all alike: said once
+    assert texts.count("1024\u00d7400G") == 1 and "per pod" in texts
+    assert texts.count("r1") == 1  # leaves are counted, not drawn one by one (r1 is the legend's)
 
 
 def test_single_leaf_has_no_spine_tier(tmp_path):
