@@ -116,7 +116,7 @@ class Ports:
         )
 
 
-def _named(switches: list[Switch], limit: int = 12) -> str:
+def _named(switches: list[Switch], limit: int = 256) -> str:
     """Cabling-plan names of switches, the middle left out of a long list."""
     names = [s.name for s in switches]
     if len(names) <= limit:

@@ -302,3 +302,99 @@ def test_no_two_labels_overlap(pictures, case):
 def test_labels_are_readable_sizes(pictures, case):
     sizes = {float(t.get("font-size")) for t in _parse(pictures[case]).iter(f"{SVG}text")}
     assert min(sizes) >= 9
+
+
+# --- rails, node rows, ports and names ----------------------------------------------------------
+
+
+def _rects(root: ET.Element, css: str) -> list[ET.Element]:
+    """The rects whose class list holds css."""
+    return [r for r in root.iter(f"{SVG}rect") if css in (r.get("class") or "").split()]
+
+
+def _title(element: ET.Element) -> str:
+    title = element.find(f"{SVG}title")
+    return title.text if title is not None else ""
+
+
+def test_every_leaf_is_coloured_by_its_rail_with_a_legend():
+    from clusterforge.topology.draw.canvas import RAIL_COLOURS
+
+    root = _parse(render_svg(load(SUPERPOD)))
+    leaves = _rects(root, "leaf")
+    assert len(leaves) == 32
+    for leaf in leaves:
+        rail = int(re.search(r": rail (\d+),", _title(leaf))[1])
+        assert leaf.get("stroke") == RAIL_COLOURS[rail - 1]
+    texts = _texts(ET.tostring(root, encoding="unicode"))
+    assert "rails:" in texts and all(texts.count(f"r{n}") == 5 for n in range(1, 9))
+    swatches = {r.get("fill") for r in root.iter(f"{SVG}rect") if r.get("width") == "11"}
+    assert set(RAIL_COLOURS) <= swatches
+
+
+@pytest.mark.parametrize("units", [8, 16])
+def test_rail_stripes_stay_when_units_collapse(tmp_path, units):
+    from clusterforge.topology.draw.canvas import RAIL_COLOURS
+
+    root = _parse(render_svg(load(_superpod_units(tmp_path, units))))
+    assert _rects(root, "leaf") == []  # leaves are no longer drawn one by one
+    stripes = _rects(root, "rail")
+    assert len(stripes) == 8 * units
+    assert [s.get("fill") for s in stripes[:8]] == list(RAIL_COLOURS)
+    assert _title(stripes[0]) == "rail 1: compute-su1-r1-leaf1"
+
+
+def test_a_node_row_per_unit_marks_the_reserved_slot():
+    root = _parse(render_svg(load(SUPERPOD)))
+    rows = _rects(root, "node-row")
+    assert len(rows) == 4 and _title(rows[0]) == "SU1: 32 node slots (dgx001 \u2026 dgx032)"
+    assert len(_rects(root, "slot")) == 4 * 32
+    reserved = _rects(root, "reserved")
+    assert [_title(r) for r in reserved] == ["SU4 slot 32 reserved: UFM fabric manager appliance (ufm01)"]
+    texts = _texts(ET.tostring(root, encoding="unicode"))
+    assert "reserved slot (management)" in texts
+    caption = next(t for t in texts if t.startswith("node\u2013leaf:"))
+    assert caption.endswith("4 management links from ufm01 in 1 reserved slot")
+
+
+def test_collapsed_units_keep_a_node_row(tmp_path):
+    root = _parse(render_svg(load(_superpod_units(tmp_path, 16))))
+    assert len(_rects(root, "node-row")) == 16
+
+
+def test_each_leaf_has_its_port_budget():
+    root = _parse(render_svg(load(SUPERPOD)))
+    titles = {_title(leaf).split(":")[0]: _title(leaf) for leaf in _rects(root, "leaf")}
+    assert titles["compute-su1-r1-leaf1"] == "compute-su1-r1-leaf1: rail 1, 32 down, 32 up of 64"
+    # SU4 has 31 DGX; the UFM in its reserved slot is cabled to rails 1-4 only
+    assert titles["compute-su4-r5-leaf1"] == "compute-su4-r5-leaf1: rail 5, 31 down, 32 up of 64"
+    texts = _texts(ET.tostring(root, encoding="unicode"))
+    assert "ports per switch: leaf 31\u201332 down, 32 up of 64; spine 64 down of 64" in texts
+
+
+@pytest.mark.parametrize("units", [4, 16])
+def test_every_switch_has_a_title_with_its_cabling_plan_name(tmp_path, units):
+    plan = load(SUPERPOD if units == 4 else _superpod_units(tmp_path, units))
+    root = _parse(render_svg(plan))
+    titles = " ".join(t.text for t in root.iter(f"{SVG}title"))
+    names = set(re.findall(r"compute-[\w-]+", titles))
+    assert names == {s.name for s in plan.fabrics["compute"].switches}
+
+
+def test_dragonfly_header_names_p_a_h_g_and_every_router(tmp_path):
+    plan = load(_dragonfly(tmp_path))
+    root = _parse(render_svg(plan))
+    texts = _texts(ET.tostring(root, encoding="unicode"))
+    assert any("p=4 a=8 h=4 g=9" in t for t in texts)
+    routers = [_title(r) for r in _rects(root, "router")]
+    assert sorted(routers) == sorted(s.name for s in plan.fabrics["compute"].switches)
+
+
+def test_a_single_leaf_is_drawn_on_a_narrow_page(tmp_path):
+    from clusterforge.topology.draw.canvas import NARROW, WIDTH
+
+    root = _parse(render_svg(load(_single_leaf(tmp_path))))
+    assert float(root.get("width")) == NARROW < WIDTH
+    unit = _rects(root, "unit")[0]
+    right = float(unit.get("x")) + float(unit.get("width"))
+    assert right <= NARROW and right > NARROW / 2  # the drawing fills the page, no empty half
