@@ -481,10 +481,12 @@ def _leaf_spine_links(
     pairs = links.pairs["leaf-spine"]
     total = _tier_total(pairs)
     if singly and len(pairs) <= PAIR_LINES_MAX:
-        if not _pair_lines(canvas, pairs, *centres, spine_bottom, links.speeds["leaf-spine"]):
-            counts = set(pairs.values())
-            if len(counts) == 1:  # too crowded to label every line: say it once, in the gutter
-                total.append(f"each line {links.bundle('leaf-spine', counts.pop())}")
+        counts = set(pairs.values())
+        # Lines that are all alike are labelled once, in the gutter, not each on itself.
+        alike = len(counts) == 1 and len(pairs) > 1
+        labelled = _pair_lines(canvas, pairs, *centres, spine_bottom, links.speeds["leaf-spine"], label=not alike)
+        if not labelled and len(counts) == 1:
+            total += [links.bundle("leaf-spine", counts.pop()), "each line"]
         return total
     fans = []
     for column in columns:
@@ -666,14 +668,15 @@ def _pair_lines(
     spines: dict[str, float],
     spine_bottom: float,
     speeds: set[int],
+    label: bool = True,
 ) -> bool:
-    """One line per leaf-spine pair; True when every line got its label."""
+    """One line per leaf-spine pair; True when every line got its label (never without label)."""
     lines = []
     for (leaf, spine), count in pairs.items():
         lx, ly = leaves[leaf]
         canvas.line(lx, ly, spines[spine], spine_bottom, min(1 + count / 2, 5))
         lines.append(((lx, ly), (spines[spine], spine_bottom), bundle(count, speeds)))
-    return place_line_labels(canvas, lines)
+    return label and place_line_labels(canvas, lines)
 
 
 def _draw_pod_grid(canvas: Canvas, pods: list[Pod], span: tuple[float, float], y: float, has_units: bool) -> float:
