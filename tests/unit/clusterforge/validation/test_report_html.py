@@ -4,8 +4,12 @@ header, failures on the cabling plan, and the pairs section; and the summaries i
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import shutil
+import struct
+import subprocess
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -261,3 +265,28 @@ def test_no_pairs_ran(run_dir, tmp_path):
 def test_report_command_takes_the_topology(superpod_run, tmp_path, capsys):
     assert main(["report", str(superpod_run), "-o", str(tmp_path / "o"), "--topology", str(SUPERPOD)]) == 0
     assert "compute-su1-r1-leaf1" in (tmp_path / "o" / "report.html").read_text()
+
+
+def _sample_report(out: Path) -> Path:
+    spec = importlib.util.spec_from_file_location("sample_report", PROJECT / "tools" / "sample_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main(out)
+
+
+def test_the_sample_report_script_places_the_polling_hca(tmp_path):
+    page = _sample_report(tmp_path).read_text()
+    notes = next(Tree(page).root.iter("td", "msg")).text()
+    assert "mlx5_3/1: rail 2, compute-su1-r2-leaf1 port 1" in notes
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed (apt-get install chromium)")
+def test_the_report_renders_in_headless_chromium(tmp_path):
+    html_file = _sample_report(tmp_path)
+    png = tmp_path / "report.png"
+    script = PROJECT / "tools" / "report_screenshot.sh"
+    subprocess.run(["bash", str(script), str(html_file), str(png), "1280x1240"], check=True, timeout=120)
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (1280, 1240) and len(data) > 50_000  # a page drawn, not a blank one
