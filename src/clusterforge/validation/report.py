@@ -410,6 +410,14 @@ def versions(run: Run) -> dict[str, str]:
     return found
 
 
+def _started(run_id: str) -> str | None:
+    """The start time a default run id (validate.yml's UTC time stamp, 20250102T000000Z) gives."""
+    try:
+        return datetime.strptime(run_id, "%Y%m%dT%H%M%SZ").strftime("%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return None
+
+
 def header(run: Run) -> dict[str, Any]:
     """Cluster name, topology file, times and versions: from the topology given to the report,
     else what _run.json recorded (cluster, topology, started)."""
@@ -418,7 +426,7 @@ def header(run: Run) -> dict[str, Any]:
         "cluster": (cabling.cluster if cabling else None) or run.run.get("cluster"),
         "topology": (cabling.topology if cabling else None) or run.run.get("topology"),
         "run_id": run.run_id,
-        "started": run.run.get("started"),
+        "started": run.run.get("started") or _started(run.run_id),
         "results": run.source,
         "versions": versions(run),
     }

@@ -399,3 +399,12 @@ def test_a_single_leaf_is_drawn_on_a_narrow_page(tmp_path):
     unit = _rects(root, "unit")[0]
     right = float(unit.get("x")) + float(unit.get("width"))
     assert right <= NARROW and right > NARROW / 2  # the drawing fills the page, no empty half
+
+
+def test_the_readme_drawing_is_the_draw_commands_output():
+    """docs/superpod-compute.svg, embedded in the README, is what `topology draw` makes now."""
+    committed = (PROJECT / "docs" / "superpod-compute.svg").read_text()
+    assert committed == render_svg(load(SUPERPOD)), (
+        "stale: clusterforge topology draw inventories/examples/h100-superpod.topology.yml -o docs/superpod-compute.svg"
+    )
+    assert "![" in (readme := (PROJECT / "README.md").read_text()) and "(docs/superpod-compute.svg)" in readme

@@ -222,6 +222,7 @@ def test_header_names_the_cluster_topology_time_and_versions(superpod_run, tmp_p
     assert values["cluster"] == "superpod"
     assert values["topology"] == str(SUPERPOD)
     assert values["run"] == "20250102T000000Z"
+    assert values["started"] == "2025-01-02T00:00:00Z"  # from the run id validate.yml gives
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", values["generated"])
     assert values["versions"].startswith("clusterforge ") and "ansible-core 2." in values["versions"]
     assert next(root.iter("h1")).text().startswith("clusterforge validation superpod 20250102T000000Z")
