@@ -689,18 +689,24 @@ def _draw_pod_grid(canvas: Canvas, pods: list[Pod], span: tuple[float, float], y
         if per_row * 8 >= len(pods):  # at most 8 rows before abbreviating
             break
     box_w = row_width(span[1] - span[0], per_row)
-    height = 28 + 14 * len(texts[0])
+    railed = any(leaf.rail is not None for pod in pods for part in pod.parts for leaf in part.leaves)
+    height = 14 * len(texts[0]) + (30 if railed else 22)
     for n, (pod, lines) in enumerate(zip(pods, texts, strict=True)):
         row, col = divmod(n, per_row)
         box = Box(span[0] + col * (box_w + UNIT_GAP), y + row * (height + UNIT_GAP), box_w, height)
         leaves = [leaf for part in pod.parts for leaf in part.leaves]
         canvas.rect(box, COLOURS["spine"], title=f"pod {pod.number}: {_named(pod.spines + leaves)}", css="pod")
-        # the rails of the pod's first unit, so the rail stripes stay when pods collapse
-        first = Part(pod.parts[0].unit, pod.parts[0].leaves[: len(pod.parts[0].leaves) // pod.parts[0].count])
-        _rail_stripe(canvas, first, Box(box.x + PAD, box.y + height - 10, box_w - 2 * PAD, 5))
         for line, options in enumerate(lines):
             text, size = fit(options, box_w - 2 * PAD, 11 if line == 0 else UNIT_TEXT)
             canvas.text(box.x + box_w / 2, box.y + 16 + 14 * line, text, size, bold=line == 0)
+        # the pod's nodes as one node row, and the rails of its first unit as a stripe, so both
+        # stay when pods collapse
+        below = box.y + 14 * len(lines) + 10
+        nodes = sum(part.nodes for part in pod.parts)
+        title = f"pod {pod.number}: {plural(nodes, 'node')} in {plural(len(pod.parts), 'unit')}"
+        canvas.rect(Box(box.x + PAD, below, box_w - 2 * PAD, 6), NODE_COLOURS["node"], title=title, css="node-row")
+        first = Part(pod.parts[0].unit, pod.parts[0].leaves[: len(pod.parts[0].leaves) // pod.parts[0].count])
+        _rail_stripe(canvas, first, Box(box.x + PAD, below + 9, box_w - 2 * PAD, 5))
     rows = math.ceil(len(pods) / per_row)
     return y + rows * (height + UNIT_GAP) - UNIT_GAP
 

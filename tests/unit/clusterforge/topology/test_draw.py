@@ -363,6 +363,11 @@ def test_collapsed_units_keep_a_node_row(tmp_path):
     assert len(_rects(root, "node-row")) == 16
 
 
+def test_collapsed_pods_keep_a_node_row(tmp_path):
+    rows = _rects(_parse(render_svg(load(_many_units(tmp_path, 512, 32)))), "node-row")
+    assert len(rows) == 32 and _title(rows[0]) == "pod 1: 64 nodes in 16 units"
+
+
 def test_each_leaf_has_its_port_budget():
     root = _parse(render_svg(load(SUPERPOD)))
     titles = {_title(leaf).split(":")[0]: _title(leaf) for leaf in _rects(root, "leaf")}
