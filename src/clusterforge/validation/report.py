@@ -439,7 +439,7 @@ def hca_locations(run: Run, check: Check) -> list[str]:
         return []
     measured = check.measured
     if check.check == "ib.present" and isinstance(check.expected, list):
-        have = set(measured) if isinstance(measured, list) else set()
+        have = measured if isinstance(measured, list) else []
         named = [str(d) for d in check.expected if d not in have]
     elif isinstance(measured, dict):
         named = [key for key in measured if key in check.message]

@@ -124,4 +124,4 @@ def summarize(check: str, measured: Any, limit: int = MAX_CHARS) -> str:
             text = f"{measured} wrong values"
     else:
         text = _one(measured)
-    return cut(text, limit)
+    return cut(text, limit) if text.strip() else NONE

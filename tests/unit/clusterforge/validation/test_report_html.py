@@ -15,6 +15,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from clusterforge.cli import check as check_cli
@@ -291,3 +293,17 @@ def test_the_report_renders_in_headless_chromium(tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", data[16:24])
     assert (width, height) == (1280, 1240) and len(data) > 50_000  # a page drawn, not a blank one
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    max_leaves=20,
+)
+
+
+@given(check=st.sampled_from(["gpu.pcie", "gpu.model", "gpu.temperature", "ib.rate", "x"]), measured=JSON)
+@settings(max_examples=150, deadline=None)
+def test_any_measured_value_summarises_in_at_most_the_limit(check, measured):
+    text = summarize(check, measured)
+    assert isinstance(text, str) and 0 < len(text) <= 120
