@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
 
-from clusterforge.topology import load
+from clusterforge.topology import TopologyError, load
 from clusterforge.topology.draw import render_svg
 from tests.paths import PROJECT
+from tests.unit.clusterforge.topology.test_fuzz import clusters
 
 SVG = "{http://www.w3.org/2000/svg}"
 SUPERPOD = PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml"
@@ -413,3 +415,24 @@ def test_the_readme_drawing_is_the_draw_commands_output():
         "stale: clusterforge topology draw inventories/examples/h100-superpod.topology.yml -o docs/superpod-compute.svg"
     )
     assert "![" in (readme := (PROJECT / "README.md").read_text()) and "(docs/superpod-compute.svg)" in readme
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(data=clusters())
+def test_any_fabric_the_generators_build_is_drawn(tmp_path, data):
+    """Random well-formed clusters (test_fuzz's): every one that loads draws as valid SVG whose
+    switches all have titles."""
+    path = tmp_path / "t.topology.yml"
+    path.write_text(yaml.safe_dump({"plugin": "topology", **data}))
+    try:
+        plan = load(path)
+    except (TopologyError, ValueError):
+        return  # refused: test_fuzz covers how
+    root = _parse(render_svg(plan))
+    assert root.tag == f"{SVG}svg"
+    titles = " ".join(t.text or "" for t in root.iter(f"{SVG}title"))
+    fabric = plan.fabrics[plan.gpu_fabric or next(iter(plan.fabrics))]
+    if fabric.spec.topology != "dragonfly" and len(fabric.switches) <= 64:
+        assert all(s.name in titles for s in fabric.switches)
