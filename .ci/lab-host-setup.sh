@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Make this machine able to host the lab: a running Docker engine, plus debootstrap
-# for building the node image where no container registry answers.
-# Does nothing where both are already there; needs root only to install or start them.
+# Make this machine able to host the lab and run the tests: a running Docker engine, debootstrap
+# for building the node image where no container registry answers, and Debian's chromium for the
+# test that opens the validation report in a real (headless) browser.
+# Does nothing where all are already there; needs root only to install or start them.
 set -euo pipefail
 
 log() { printf 'lab-host-setup: %s\n' "$*"; }
@@ -35,4 +36,10 @@ if ! command -v debootstrap >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
   log "installing debootstrap (node image fallback when no registry answers)"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+fi
+
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  log "installing chromium (the report screenshot test opens report.html in headless Chromium)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi

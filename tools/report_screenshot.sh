@@ -4,9 +4,9 @@
 #
 #   tools/report_screenshot.sh REPORT_HTML [OUT_PNG] [WIDTHxHEIGHT]
 #
-# Needs chromium (Debian: `apt-get install chromium`); CI does not install it, so this is a
-# documented manual check, not a test. The page is self-contained (no scripts, no external
-# assets), so --no-sandbox on a local file reaches nothing outside it.
+# Needs chromium (Debian: `apt-get install chromium`; .ci/lab-host-setup.sh installs it as root).
+# tests/unit/clusterforge/validation/test_report_html.py runs it on a sample report. The page is
+# self-contained (no scripts, no external assets), so --no-sandbox on a local file reaches nothing outside it.
 set -euo pipefail
 report=${1:?usage: $0 REPORT_HTML [OUT_PNG] [WIDTHxHEIGHT]}
 out=${2:-${report%.html}.png}
