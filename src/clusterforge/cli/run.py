@@ -223,7 +223,7 @@ def _print_validation(validation: dict) -> None:
             skipped += f" ({counts['skipped_no_hardware']} no hardware)"
         verdict.append(skipped)
     command = (
-        f"clusterforge report {present.home(validation['results_dir'])} -o {present.home(validation['report_dir'])}"
+        f"clusterforge report {present.home(validation['report_source'])} -o {present.home(validation['report_dir'])}"
     )
     _print_line(("validation: ", "bold"), *verdict, " -> ", command)
 

@@ -99,6 +99,7 @@ class PlainProgress(_Narrating):
     def __init__(self, recorder: RunRecorder, stream: TextIO | None = None, show_changes: bool = False):
         super().__init__(recorder, show_changes)
         self.stream = stream or sys.stdout
+        self._failed_checks = 0
 
     def __call__(self, event: dict) -> bool:
         keep = self.recorder(event)
@@ -113,9 +114,13 @@ class PlainProgress(_Narrating):
 
     def _task_over(self, task: TaskRecord | None) -> None:
         if task is not None:
+            checks = ""
+            if self.recorder.failed_checks != self._failed_checks:
+                self._failed_checks = self.recorder.failed_checks
+                checks = f", failed checks so far {self._failed_checks}"
             self._line(
                 f"[{present.clock(self.recorder.elapsed)}]   {present.task_counts(task)} "
-                f"({present.duration(task.duration)})"
+                f"({present.duration(task.duration)}){checks}"
             )
         self._narrate()
 
@@ -147,22 +152,31 @@ class LiveProgress(_Narrating):
         super().__init__(recorder, show_changes)
         self.console = console
         self.lock = threading.Lock()
+        self._pending: list[Text] = []
         self.live = Live(_Panel(self), console=console, refresh_per_second=4, transient=True, redirect_stdout=False)
 
     def __call__(self, event: dict) -> bool:
         with self.lock:
             keep = self.recorder(event)
             self._after_event()
+        self._print_pending()
         return keep
+
+    def _print_pending(self) -> None:
+        """Printed without the lock held: the refresh thread holds Live's lock and waits for ours."""
+        with self.lock:
+            pending, self._pending = self._pending, []
+        for text in pending:
+            self.live.console.print(text, soft_wrap=True, highlight=False)
 
     def _say(self, label: str, text: str, style: str) -> None:
         # Text, not str: Rich would read a host's message holding "[/x]" as markup.
-        self.live.console.print(Text.assemble((plain(label), style), plain(text)), soft_wrap=True, highlight=False)
+        self._pending.append(Text.assemble((plain(label), style), plain(text)))
 
     def _diff(self, diff: str) -> None:
         for line in plain(diff).splitlines():
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
-            self.live.console.print(Text("    " + line, style=style), soft_wrap=True, highlight=False)
+            self._pending.append(Text("    " + line, style=style))
 
     def render(self) -> Table:
         with self.lock:
@@ -175,6 +189,7 @@ class LiveProgress(_Narrating):
     def __exit__(self, *exc) -> None:
         with self.lock:
             self.flush()
+        self._print_pending()
         self.live.__exit__(*exc)
 
 
@@ -193,26 +208,27 @@ def render_panel(recorder: RunRecorder) -> Table:
     hosts = len(recorder.hosts)
     failed = sum(1 for h in recorder.hosts.values() if h.failed_tasks)
     unreachable = sum(1 for h in recorder.hosts.values() if h.unreachable)
+    # What matters most first: at 80 columns the line is cut at its end, not wrapped.
     status = Text.assemble(
-        ("elapsed ", "dim"),
-        present.clock(recorder.elapsed),
+        (present.clock(recorder.elapsed), "bold"),
         ("  hosts ", "dim"),
         str(hosts),
-        ("  ok ", "dim"),
-        (str(totals.get("ok", 0)), "green"),
-        ("  changed ", "dim"),
-        (str(totals.get("changed", 0)), "yellow" if totals.get("changed") else ""),
         ("  failed ", "dim"),
         (str(failed), "bold red" if failed else ""),
         ("  unreachable ", "dim"),
         (str(unreachable), "bold red" if unreachable else ""),
     )
     if recorder.failed_checks or recorder.validation_dir:
-        status.append_text(
-            Text.assemble(
-                ("  failed checks ", "dim"), (str(recorder.failed_checks), "bold red" if recorder.failed_checks else "")
-            )
+        checks = recorder.failed_checks
+        status.append_text(Text.assemble(("  failed checks ", "dim"), (str(checks), "bold red" if checks else "")))
+    status.append_text(
+        Text.assemble(
+            ("  ok ", "dim"),
+            (str(totals.get("ok", 0)), "green"),
+            ("  changed ", "dim"),
+            (str(totals.get("changed", 0)), "yellow" if totals.get("changed") else ""),
         )
+    )
     task = recorder.current
     number = (
         f"{recorder.tasks_started}/{max(recorder.expected_tasks, recorder.tasks_started)}"

@@ -42,12 +42,15 @@ def validation(result: RunResult) -> dict[str, Any] | None:
     results = Path(results_dir)
     counts = runs.validation_counts(results) if results.is_dir() else None
     report_dir = runs.default_report_dir(result.run_dir, results)
+    # `clusterforge report` takes the run's directory for the results in it.
+    source = result.run_dir if results.parent == result.run_dir / runs.VALIDATION else results
     return {
         "results_dir": results_dir,
         "run_id": result.record.validation_id,
         "counts": counts,
         "report_dir": str(report_dir),
-        "report_command": f"clusterforge report {shlex.quote(results_dir)} -o {shlex.quote(str(report_dir))}",
+        "report_source": str(source),
+        "report_command": f"clusterforge report {shlex.quote(str(source))} -o {shlex.quote(str(report_dir))}",
     }
 
 
