@@ -1,7 +1,8 @@
 """`clusterforge report` and `clusterforge check judge`: validation results on the controller.
 
-    clusterforge report RESULTS_DIR -o OUTDIR
-        turn a run directory of playbooks/validate.yml into report.json, junit.xml and report.html
+    clusterforge report RESULTS_DIR -o OUTDIR | clusterforge report --latest
+        turn a run directory of playbooks/validate.yml into report.json, junit.xml and report.html;
+        --latest: the newest `clusterforge run` with validation results, written to its report/
     clusterforge check judge KIND FILE [--expect KEY=VALUE ...] [--plan CSV] [--json]
         parse a saved command output with the node checks' parser and judge it, as the modules do;
         --expect takes the keys KIND's judge reads (its table in plugins/module_utils), typed by it
@@ -44,7 +45,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     report.add_argument("--latest", action="store_true", help="the newest `clusterforge run` with validation results")
     report.add_argument(
-        "-o", "--output", metavar="OUTDIR", help="directory to write to (default: report/ in the run's directory)"
+        "-o",
+        "--output",
+        metavar="OUTDIR",
+        help="directory to write to (default: report/ in the `clusterforge run` directory holding the results)",
     )
     report.add_argument("--force", action="store_true", help="replace same-named files clusterforge did not write")
     check = subparsers.add_parser("check", help="judge saved command outputs as the node checks do")
@@ -88,7 +92,9 @@ def _report(args: argparse.Namespace) -> int:
         raise UsageError("expected RESULTS_DIR or --latest (one of them)")
     run_dir, results = runs.latest_validation() if args.latest else runs.resolve_results(args.results)
     run_ = load_run(results)
-    written = write_report(run_, args.output or runs.default_report_dir(run_dir, results), force=args.force)
+    if args.output is None and run_dir is None:
+        raise UsageError(f"{results}: not in a `clusterforge run` directory; name the output directory with -o OUTDIR")
+    written = write_report(run_, args.output or runs.default_report_dir(run_dir), force=args.force)
     # markup=False: paths, run ids and host text are data, never Rich markup.
     for path in written.values():
         console.print(str(path), markup=False, highlight=False, soft_wrap=True)

@@ -41,7 +41,7 @@ def validation(result: RunResult) -> dict[str, Any] | None:
         return None
     results = Path(results_dir)
     counts = runs.validation_counts(results) if results.is_dir() else None
-    report_dir = runs.default_report_dir(result.run_dir, results)
+    report_dir = runs.default_report_dir(result.run_dir)
     # `clusterforge report` takes the run's directory for the results in it.
     source = result.run_dir if results.parent == result.run_dir / runs.VALIDATION else results
     return {

@@ -141,9 +141,7 @@ def validation_counts(results_dir: str | os.PathLike[str]) -> dict[str, int] | N
     return counts
 
 
-def default_report_dir(run_dir: Path | None, results_dir: Path) -> Path:
-    """Where `clusterforge report` writes when -o is not given: report/ in the run's directory,
-    or beside a results directory that is not in one."""
-    if run_dir is not None:
-        return run_dir / REPORT
-    return results_dir.parent / f"{results_dir.name}-{REPORT}"
+def default_report_dir(run_dir: Path) -> Path:
+    """Where `clusterforge report` writes a run's report when -o is not given: report/ in the
+    run's directory."""
+    return run_dir / REPORT

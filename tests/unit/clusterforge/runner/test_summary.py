@@ -215,3 +215,13 @@ def test_report_wants_a_directory_or_latest(state):
         check_cli.run(report_args())
     with pytest.raises(UsageError, match="no run with validation results"):
         check_cli.run(report_args("--latest"))
+    elsewhere = state / "results"
+    elsewhere.mkdir(parents=True)
+    host_file(elsewhere, "node01", [record("gpu_check", [{"check": "gpu.count", "status": "pass"}])])
+    with pytest.raises(UsageError, match="not in a `clusterforge run` directory; name the output directory with -o"):
+        check_cli.run(report_args(str(elsewhere)))
+    # A results directory inside a run's directory writes to the run's report/.
+    result = a_result(state)
+    report.write(result)
+    assert check_cli.run(report_args(result.record.validation_dir)) == 0
+    assert (result.run_dir / "report" / "report.json").is_file()
