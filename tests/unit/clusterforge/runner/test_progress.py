@@ -164,3 +164,12 @@ def test_home_is_written_as_a_tilde(monkeypatch, tmp_path):
     assert present.home(tmp_path / "runs" / "x") == "~/runs/x"
     assert present.home("/elsewhere/x") == "/elsewhere/x"
     assert present.home(str(tmp_path) + "other") == str(tmp_path) + "other"
+
+
+def test_an_unreachable_host_is_said_once():
+    from tests.unit.clusterforge.runner.events import event
+
+    unreachable = event("runner_on_unreachable", host="ghost", task="t", res={"msg": "ssh: connection refused"})
+    lines = strip_clock(plain_output([play("p"), task("t"), unreachable, task("u"), event("playbook_on_stats")]))
+    assert lines.count("  UNREACHABLE ghost: ssh: connection refused") == 1
+    assert "  ok 0, changed 0, failed 0, skipped 0, unreachable 1 (" in "\n".join(lines)
