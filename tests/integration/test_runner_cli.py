@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 
 from clusterforge import errors
 from tests.integration.conftest import local_inventory
@@ -109,3 +110,73 @@ def test_bad_arguments_give_exit_4(tmp_path, env):
     assert run(env, str(PLAYBOOK), "-i", hosts, "--vault-password-file", str(tmp_path / "none")).returncode == 4
     assert run(env, str(PLAYBOOK), "-i", hosts, "--serial", "2").returncode == errors.EXIT_USAGE
     assert run(env, str(PLAYBOOK), "-i", hosts, "--forks", "0").returncode == errors.EXIT_USAGE
+
+
+MESSAGES = Path(__file__).resolve().parent / "playbooks" / "messages.yml"
+
+
+def test_the_plays_messages_results_and_check_diff_changes_are_shown(tmp_path, env):
+    hosts = str(inventory(tmp_path, alpha="ok", beta="fail"))
+    done = run(env, str(MESSAGES), "-i", hosts, "-C", "-D", "-e", json.dumps({"messages_dir": str(tmp_path)}))
+    assert done.returncode == errors.EXIT_HOSTS_FAILED, done.stdout + done.stderr
+    out = done.stdout
+    note = "skipped: live apply of vm.swappiness: a container cannot set host-wide keys"
+    assert f"  alpha, beta: {note}" in out  # a debug message, once for both hosts
+    assert "  alpha: first line on alpha\n          second line" in out
+    assert "(hosts " not in out  # each task's results instead
+    assert "  ok 2, changed 0, failed 0, skipped 0 (" in out
+    # The assert's fail_msg, without the host said twice.
+    assert "FAILED beta: Check a value where asked: outcome is fail; expected ok" in out
+    assert (
+        "changed alpha: Write files where asked [one]\n"
+        f"            --- before\n            +++ {tmp_path}/alpha-one.conf" in out
+    )
+    assert "would change alpha (2)\n  Write files where asked [one]\n    --- before" in out
+    assert not list(tmp_path.glob("*.conf"))  # check mode changed nothing
+
+
+def test_json_names_the_run_and_its_files_and_takes_inline_yaml(tmp_path, env):
+    hosts = str(inventory(tmp_path, alpha="ok"))
+    done = run(env, str(MESSAGES), "-i", hosts, "--json", "-e", f"{{messages_dir: '{tmp_path}'}}")
+    assert done.returncode == errors.EXIT_OK, done.stdout + done.stderr
+    summary = json.loads(done.stdout)
+    run_dir = newest_run(env)
+    assert summary["schema"] == "clusterforge.run/2" and summary["run_id"] == run_dir.name
+    assert (summary["run_dir"], summary["summary"], summary["junit"]) == (
+        str(run_dir),
+        str(run_dir / "summary.json"),
+        str(run_dir / "junit.xml"),
+    )
+    assert ET.parse(summary["junit"]).getroot().tag == "testsuites"
+    assert summary["validation"] is None
+    assert summary["messages"][0]["text"].startswith("skipped: live apply")
+    assert sorted(p.name for p in tmp_path.glob("*.conf")) == ["alpha-one.conf", "alpha-two.conf"]
+
+
+def test_validation_results_live_in_the_run_directory_and_report_latest_finds_them(tmp_path, env):
+    from tests.integration.test_validate_local import topology
+
+    inventory_path = tmp_path / "pairs.topology.yml"
+    inventory_path.write_text(yaml.safe_dump(topology(), sort_keys=False))
+    (tmp_path / "replay").mkdir()  # no recorded outputs: every check reports no hardware
+    replay = f"clusterforge_validation_replay_dir={tmp_path}/replay"
+    done = run(env, "validate", "-i", str(inventory_path), "-e", replay, "--limit", "head01,gpu01")
+    assert done.returncode == errors.EXIT_OK, done.stdout[-4000:] + done.stderr[-2000:]
+    run_dir = newest_run(env)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    results = run_dir / "validation" / run_dir.name
+    assert summary["validation"]["results_dir"] == str(results)
+    assert sorted(p.name for p in results.iterdir()) == ["_run.json", "gpu01.json", "head01.json"]
+    counts = summary["validation"]["counts"]
+    assert counts["fail"] == 0 and counts["skipped"] > 0
+    line = next(line for line in done.stdout.splitlines() if line.startswith("validation: "))
+    assert line.endswith(f"-> clusterforge report {run_dir} -o {run_dir / 'report'}")
+    reported = subprocess.run(
+        [sys.executable, "-m", "clusterforge.cli", "report", "--latest"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert reported.returncode == 0, reported.stdout + reported.stderr
+    assert (run_dir / "report" / "report.html").is_file()

@@ -1,7 +1,8 @@
 """`clusterforge report` and `clusterforge check judge`: validation results on the controller.
 
-    clusterforge report RESULTS_DIR -o OUTDIR [--topology FILE]
-        turn a run directory of playbooks/validate.yml into report.json, junit.xml and report.html
+    clusterforge report RESULTS_DIR -o OUTDIR | clusterforge report --latest  [--topology FILE]
+        turn a run directory of playbooks/validate.yml into report.json, junit.xml and report.html;
+        --latest: the newest `clusterforge run` with validation results, written to its report/
     clusterforge check judge KIND FILE [--expect KEY=VALUE ...] [--plan CSV] [--json]
         parse a saved command output with the node checks' parser and judge it, as the modules do;
         --expect takes the keys KIND's judge reads (its table in plugins/module_utils), typed by it
@@ -22,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from clusterforge.errors import EXIT_HOSTS_FAILED, EXIT_OK
+from clusterforge.errors import EXIT_HOSTS_FAILED, EXIT_OK, UsageError
 from clusterforge.safe_read import MiB, read_stream_text, read_text
 from clusterforge.text import plain
 from clusterforge.validation import judges
@@ -37,8 +38,19 @@ MAX_INPUT_BYTES = 64 * MiB
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     report = subparsers.add_parser("report", help="JSON, JUnit XML and HTML from a validation run's results")
-    report.add_argument("results", metavar="RESULTS_DIR", help="a run directory of playbooks/validate.yml")
-    report.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="directory to write to")
+    report.add_argument(
+        "results",
+        nargs="?",
+        metavar="RESULTS_DIR",
+        help="results of playbooks/validate.yml, or the run directory of the `clusterforge run` that wrote them",
+    )
+    report.add_argument("--latest", action="store_true", help="the newest `clusterforge run` with validation results")
+    report.add_argument(
+        "-o",
+        "--output",
+        metavar="OUTDIR",
+        help="directory to write to (default: report/ in the `clusterforge run` directory holding the results)",
+    )
     report.add_argument("--force", action="store_true", help="replace same-named files clusterforge did not write")
     report.add_argument(
         "--topology",
@@ -79,10 +91,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from clusterforge.runner import runs
     from clusterforge.validation.report import load_run, write_report
 
-    run_ = load_run(args.results, topology=args.topology)
-    written = write_report(run_, args.output, force=args.force)
+    if args.latest == bool(args.results):
+        raise UsageError("expected RESULTS_DIR or --latest (one of them)")
+    run_dir, results = runs.latest_validation() if args.latest else runs.resolve_results(args.results)
+    run_ = load_run(results, topology=args.topology)
+    if args.output is None and run_dir is None:
+        raise UsageError(f"{results}: not in a `clusterforge run` directory; name the output directory with -o OUTDIR")
+    written = write_report(run_, args.output or runs.default_report_dir(run_dir), force=args.force)
     # markup=False: paths, run ids and host text are data, never Rich markup.
     for path in written.values():
         console.print(str(path), markup=False, highlight=False, soft_wrap=True)

@@ -14,11 +14,11 @@ from rich.text import Text
 from clusterforge import stages
 from clusterforge.errors import UsageError
 from clusterforge.paths import project_dir
-from clusterforge.runner import extravars
+from clusterforge.runner import extravars, present
 from clusterforge.runner import playbook as runner
 from clusterforge.runner import report as run_report
 from clusterforge.runner.process import CancelOnSignal
-from clusterforge.runner.progress import choose
+from clusterforge.runner.progress import change_title, choose
 from clusterforge.runner.record import RunRecorder
 from clusterforge.text import plain
 
@@ -48,8 +48,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--extra-var",
         action="append",
         default=[],
-        metavar="KEY=VALUE|@FILE",
-        help="extra variables as ansible-playbook takes them: KEY=VALUE ..., YAML or JSON, or @FILE (repeatable)",
+        metavar="VARS",
+        help="extra variables as ansible-playbook takes them: KEY=VALUE ..., inline JSON or YAML "
+        "('{\"a\": 1}', '{a: [1, 2]}'), or @FILE (repeatable; later ones win)",
     )
     run.add_argument("--vault-password-file", help="file holding the Ansible Vault password")
     run.add_argument("--json", action="store_true", help="print the run summary as JSON, no progress display")
@@ -109,10 +110,12 @@ def run(args: argparse.Namespace) -> int:
         vault_password_file=args.vault_password_file,
     )
     recorder = RunRecorder()
-    with CancelOnSignal() as cancel, choose(recorder, console, args.json) as progress:
+    show_changes = args.check or args.diff
+    with CancelOnSignal() as cancel, choose(recorder, console, args.json, show_changes) as progress:
         result = runner.run_playbook(project, options, event_handler=progress, recorder=recorder, cancel=cancel)
     summary_path, junit_path = run_report.write(result)
     if args.json:
+        # The summary.json just written: schema, run id, paths (summary, junit, artifacts), hosts.
         print(json.dumps(run_report.summary(result), indent=2))
     else:
         _print_summary(result, summary_path, junit_path)
@@ -137,35 +140,99 @@ def _rolling_vars(args: argparse.Namespace, project: Path) -> dict:
 
 
 def _print_summary(result: runner.RunResult, summary_path: Path, junit_path: Path) -> None:
+    """The hosts' counts, each failure once, what changed (with --check or --diff), the validation's
+    verdict and where every file is, each path whole on a line of its own."""
     # Host, play and task names and messages come from hosts and playbooks: never markup.
     table = Table(title=f"run {escape(result.status)}")
     columns = ("host", "ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored")
     for column in columns:
         table.add_column(column, justify="left" if column == "host" else "right")
     for host in result.hosts:
-        table.add_row(*(Text(str(getattr(host, column))) for column in columns))
+        table.add_row(*(_count_cell(column, getattr(host, column)) for column in columns))
     if result.hosts:  # else the error says why no host ran
         console.print(table)
+    options = result.options
+    if options is not None and (options.check or options.diff):
+        _print_changes(result, with_diff=options.diff)
     for host, record in sorted(result.record.hosts.items()):
         for failure in record.failed_tasks:
-            console.print(
-                f"[red]failed[/] {_shown(host)}: {_shown(failure['task'])}: {_shown(failure['message'])}",
-                highlight=False,
-                soft_wrap=True,
-            )
+            message = present.failure_text(host, failure["message"], record.gpus)
+            _print_line(("failed ", "bold red"), (f"{host}: ", "bold"), f"{failure['task']}: {message}")
         if record.unreachable:
-            console.print(
-                f"[red]unreachable[/] {_shown(host)}: {_shown(record.unreachable)}", highlight=False, soft_wrap=True
-            )
-    console.print(
-        f"hosts: {len(result.hosts)}  failed: {len(result.failed_hosts)}  "
-        f"unreachable: {len(result.unreachable_hosts)}  changed tasks: {result.changed_tasks}  "
-        f"artifacts: {result.run_dir}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
+            _print_line(("unreachable ", "bold red"), (f"{host}: ", "bold"), record.unreachable)
+    _print_line(*_totals(result))
+    validation = run_report.validation(result)
+    if validation:
+        _print_validation(validation)
+    _print_line(("run ", "dim"), result.run_id)
+    for label, path in (("artifacts", result.run_dir), ("summary", summary_path), ("junit", junit_path)):
+        _print_line((f"{label:<10}", "dim"), present.home(path))
+    if validation:
+        _print_line((f"{'results':<10}", "dim"), present.home(validation["results_dir"]))
+
+
+def _count_cell(column: str, value) -> Text:
+    if column == "host" or not value:
+        return Text(str(value))
+    style = {"failed": "bold red", "unreachable": "bold red", "changed": "yellow", "ok": "green"}.get(column, "")
+    return Text(str(value), style=style)
+
+
+def _totals(result: runner.RunResult) -> list:
+    """ "hosts: 3  failed: 1  unreachable: 0  changed tasks: 2", the non-zero bad counts in colour."""
+    failed, unreachable, changed = len(result.failed_hosts), len(result.unreachable_hosts), result.changed_tasks
+    return [
+        f"hosts: {len(result.hosts)}  failed: ",
+        (str(failed), "bold red" if failed else ""),
+        "  unreachable: ",
+        (str(unreachable), "bold red" if unreachable else ""),
+        "  changed tasks: ",
+        (str(changed), "yellow" if changed else ""),
+    ]
+
+
+def _print_changes(result: runner.RunResult, with_diff: bool) -> None:
+    """Per host, each task (and item) that changed or would change, with its diff."""
+    verb = "would change" if result.options and result.options.check else "changed"
+    for host, record in sorted(result.record.hosts.items()):
+        if not record.changes:
+            continue
+        _print_line((f"{verb} ", "yellow"), (f"{host}", "bold"), f" ({len(record.changes)})")
+        for change in record.changes:
+            _print_line("  ", change_title(change))
+            if with_diff and change["diff"]:
+                for line in plain(change["diff"]).splitlines():
+                    style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
+                    _print_line(("    " + line, style))
+
+
+def _print_validation(validation: dict) -> None:
+    """validation: 12 pass, 1 fail, 30 skipped (28 no hardware) -> clusterforge report DIR -o OUT"""
+    counts = validation["counts"]
+    if counts is None:
+        verdict = [("results unreadable", "bold red")]
+    else:
+        verdict = [(f"{counts['pass']} pass", "green"), ", "]
+        if counts["warn"]:
+            verdict += [(f"{counts['warn']} warn", "yellow"), ", "]
+        verdict += [(f"{counts['fail']} fail", "bold red" if counts["fail"] else ""), ", "]
+        skipped = f"{counts['skipped']} skipped"
+        if counts["skipped_no_hardware"] == counts["skipped"] and counts["skipped"]:
+            skipped += " (no hardware)"
+        elif counts["skipped_no_hardware"]:
+            skipped += f" ({counts['skipped_no_hardware']} no hardware)"
+        verdict.append(skipped)
+    command = (
+        f"clusterforge report {present.home(validation['report_source'])} -o {present.home(validation['report_dir'])}"
     )
-    console.print(f"summary: {summary_path}  junit: {junit_path}", markup=False, highlight=False, soft_wrap=True)
+    _print_line(("validation: ", "bold"), *verdict, " -> ", command)
+
+
+def _print_line(*parts) -> None:
+    """Text pieces (str or (str, style)) as one line: never markup, no escape sequences, and not
+    wrapped by Rich (a path stays whole for copying)."""
+    text = Text.assemble(*((plain(p), "") if isinstance(p, str) else (plain(p[0]), p[1]) for p in parts))
+    console.print(text, highlight=False, soft_wrap=True)
 
 
 def _shown(untrusted: str) -> str:

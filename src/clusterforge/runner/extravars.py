@@ -31,12 +31,13 @@ def check(values: list[str]) -> list[str]:
     return checked
 
 
-def write(values: list[str], internal: dict, private_dir: Path) -> list[str]:
+def write(values: list[str], internal: dict, private_dir: Path, defaults: dict | None = None) -> list[str]:
     """--extra-vars arguments for ansible-playbook, in the order given (later ones win, as in
-    ansible-playbook); `internal` (clusterforge's own options) comes last. Inline values are
-    written to files in private_dir, which the caller removes after the run."""
+    ansible-playbook); `defaults` (clusterforge's choices the user may override with -e) come
+    first, `internal` (clusterforge's own options) last. Inline values are written to files in
+    private_dir, which the caller removes after the run."""
     args = []
-    for number, value in enumerate([*values, internal]):
+    for number, value in enumerate([defaults or {}, *values, internal]):
         if isinstance(value, str) and value.startswith("@"):
             args += ["--extra-vars", value]
         elif value:
@@ -64,7 +65,10 @@ def _inline(value: str, label: str) -> dict | None:
     from ansible.errors import AnsibleError
     from ansible.parsing.splitter import parse_kv
 
-    expected = "expected KEY=VALUE pairs (quote values with spaces: KEY='a b'), inline YAML or JSON, or @FILE"
+    expected = (
+        "expected KEY=VALUE pairs (quote values with spaces: KEY='a b'), inline YAML or JSON in braces "
+        "as ansible-playbook reads them ('{key: value}', '{\"key\": [1, 2]}'), or @FILE"
+    )
     try:
         pairs = parse_kv(value)
     except AnsibleError:

@@ -24,8 +24,7 @@ from clusterforge.errors import (
     EXIT_USAGE,
     UsageError,
 )
-from clusterforge.paths import state_dir
-from clusterforge.runner import artifacts, extravars
+from clusterforge.runner import artifacts, extravars, runs
 from clusterforge.runner import inventory as run_inventory
 from clusterforge.runner.process import Supervisor
 from clusterforge.runner.record import RunRecorder
@@ -95,6 +94,12 @@ class RunResult:
     # Ansible's own output when it stopped before any host ran (a syntax error, a --limit
     # matching nothing, an unusable locale).
     ansible_output: str = ""
+    options: RunOptions | None = None
+
+    @property
+    def run_id(self) -> str:
+        """The run's one id: its directory's name, and its validation run's id too."""
+        return self.run_dir.name
 
     @property
     def failed_hosts(self) -> list[str]:
@@ -183,6 +188,9 @@ def run_playbook(
         cmdline += ["--vault-password-file", str(vault_file.resolve())]
     run_dir = _new_run_dir()
     recorder = recorder or RunRecorder()
+    recorder.expected_tasks = runs.previous_task_count(
+        run_dir, runs.options_key(options, playbook_path, inventory_path)
+    )
     supervisor = Supervisor(cancel)
     started = time.monotonic()
     # Extra vars may hold secrets: they go in files inside the private run directory, removed
@@ -190,7 +198,9 @@ def run_playbook(
     vars_dir = run_dir / "extravars"
     vars_dir.mkdir(mode=0o700)
     try:
-        cmdline += extravars.write(options.extra_vars, options.clusterforge_vars, vars_dir)
+        cmdline += extravars.write(
+            options.extra_vars, options.clusterforge_vars, vars_dir, defaults=runs.validation_defaults(run_dir)
+        )
         with supervisor.spawning():
             runner = _run(
                 project,
@@ -219,15 +229,15 @@ def run_playbook(
         record=recorder,
         elapsed=time.monotonic() - started,
         ansible_output="" if hosts else _ansible_output(run_dir),
+        options=options,
     )
 
 
 def _new_run_dir() -> Path:
     """A fresh directory per run keeps runs apart; private, as what runs write can hold secrets.
     Named in UTC, like the times in summary.json."""
-    runs = state_dir() / "runs"
-    runs.mkdir(mode=0o700, parents=True, exist_ok=True)
-    run_dir = runs / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+    root = runs.runs_dir()
+    run_dir = root / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
     run_dir.mkdir(mode=0o700)
     return run_dir
 

@@ -4,15 +4,54 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clusterforge.runner import runs
 from clusterforge.text import xml_safe
 
 if TYPE_CHECKING:
     from clusterforge.runner.playbook import RunResult
+
+
+# The shape of summary.json and of `clusterforge run --json`; bumped when a field changes meaning
+# or goes (new fields keep it).
+SCHEMA = "clusterforge.run/2"
+
+
+def paths(result: RunResult) -> dict[str, str]:
+    """Where the run's files are: one directory per run, named by its id."""
+    return {
+        "run_dir": str(result.run_dir),
+        "summary": str(result.run_dir / "summary.json"),
+        "junit": str(result.run_dir / "junit.xml"),
+        # ansible-runner's own: the job events and Ansible's full output (stdout).
+        "ansible_artifacts": str(result.run_dir / "artifacts"),
+    }
+
+
+def validation(result: RunResult) -> dict[str, Any] | None:
+    """The validation results the run wrote (playbooks/validate.yml), their counts, and the
+    command that turns them into a report; None for a run that did not validate."""
+    results_dir = result.record.validation_dir
+    if not results_dir:
+        return None
+    results = Path(results_dir)
+    counts = runs.validation_counts(results) if results.is_dir() else None
+    report_dir = runs.default_report_dir(result.run_dir)
+    # `clusterforge report` takes the run's directory for the results in it.
+    source = result.run_dir if results.parent == result.run_dir / runs.VALIDATION else results
+    return {
+        "results_dir": results_dir,
+        "run_id": result.record.validation_id,
+        "counts": counts,
+        "report_dir": str(report_dir),
+        "report_source": str(source),
+        "report_command": f"clusterforge report {shlex.quote(str(source))} -o {shlex.quote(str(report_dir))}",
+    }
 
 
 def summary(result: RunResult) -> dict[str, Any]:
@@ -30,8 +69,15 @@ def summary(result: RunResult) -> dict[str, Any]:
             "failed_tasks": record.failed_tasks if record else [],
             "unreachable_message": record.unreachable if record else None,
             "reboot_required": bool(record and record.reboot_required),
+            # What changed (with --check: would change): task, item and diff (with --diff).
+            "changes": record.changes if record else [],
         }
+    record = result.record
+    options = result.options
     return {
+        "schema": SCHEMA,
+        "run_id": result.run_id,
+        **paths(result),
         "status": result.status,
         "rc": result.rc,
         "exit_code": result.exit_code,
@@ -49,6 +95,14 @@ def summary(result: RunResult) -> dict[str, Any]:
             "reboot_required": sorted(h for h, v in hosts.items() if v["reboot_required"]),
         },
         "hosts": hosts,
+        "validation": validation(result),
+        # What the play said to the operator (debug messages, failures it went on from).
+        "messages": [message.as_dict() for message in record.messages],
+        "tasks_run": record.tasks_started,
+        "tasks": [task.as_dict() for task in record.tasks],
+        "options": runs.options_key(options, Path(str(result.playbook)), Path(str(result.inventory)))
+        if options
+        else None,
     }
 
 
