@@ -103,6 +103,8 @@ def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
     assert run["probes"] == [[["gpu01", "gpu04"], ["gpu03", "gpu02"]]]  # each with the farthest good node
     assert run["verdict"] == {"culprits": ["gpu03"], "cleared": ["gpu01"], "unresolved": [], "untested": []}
     assert run["cabling_host"] == "gpu01"  # the head node has no HCA on the InfiniBand fabric
+    assert (run["cluster"], run["topology"]) == ("pairs", str(inventory.resolve()))
+    assert run["started"].endswith("Z") and run["versions"]["ansible-core"].startswith("2.")
 
     out = tmp_path / "out"
     parser = argparse.ArgumentParser()
@@ -111,6 +113,9 @@ def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
     document = json.loads((out / "report.json").read_text())
     status = {node["host"]: node["status"] for node in document["nodes"]}
     assert status == {"gpu01": "pass", "gpu02": "pass", "gpu03": "fail", "gpu04": "skipped", "head01": "skipped"}
+    # The header without --topology: what the validate stage recorded.
+    header = document["header"]
+    assert (header["cluster"], header["topology"], header["started"]) == ("pairs", run["topology"], run["started"])
     bars = {(b["label"], b["scope"], b["status"]) for b in document["bandwidth"]}
     assert bars == {
         ("all_reduce:gpu01+gpu03", "pair", "fail"),

@@ -83,6 +83,11 @@ class Bisection(_Record):
 
 class RunFile(_Record):
     run_id: str | None = None
+    # The report's header (validate.yml writes them; older files lack them).
+    cluster: str | None = None
+    topology: str | None = None
+    started: str | None = None
+    versions: dict[str, str] | None = None
     group: list[str] | None = None  # the NCCL run across every healthy GPU node
     bisection: Bisection | None = None
     pairs: dict[str, JsonValue] | None = None
