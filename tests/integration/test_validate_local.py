@@ -113,9 +113,11 @@ def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
     document = json.loads((out / "report.json").read_text())
     status = {node["host"]: node["status"] for node in document["nodes"]}
     assert status == {"gpu01": "pass", "gpu02": "pass", "gpu03": "fail", "gpu04": "skipped", "head01": "skipped"}
-    # The header without --topology: what the validate stage recorded.
+    # Without --topology: the topology file the validate stage recorded names the cluster and
+    # places the failed pair on the cabling plan.
     header = document["header"]
     assert (header["cluster"], header["topology"], header["started"]) == ("pairs", run["topology"], run["started"])
+    assert "gpu01 + gpu03 on the cabling plan" in (out / "report.html").read_text()
     bars = {(b["label"], b["scope"], b["status"]) for b in document["bandwidth"]}
     assert bars == {
         ("all_reduce:gpu01+gpu03", "pair", "fail"),

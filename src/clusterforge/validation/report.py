@@ -170,7 +170,8 @@ def _bandwidth_of(host: str, record: dict[str, Any]) -> Bandwidth | None:
 def load_run(results_dir: str | Path, topology: str | Path | None = None) -> Run:
     """Read a run directory; UsageError names the file, the field and what was expected
     (clusterforge.validation.result_files). With topology (a *.topology.yml), HCA and pair
-    failures are placed on the cabling plan's rails, leaves and ports."""
+    failures are placed on the cabling plan's rails, leaves and ports; without it, the topology
+    file the validate stage recorded in _run.json, where that file still exists."""
     directory = Path(results_dir)
     if not directory.is_dir():
         raise UsageError(f"results directory not found: {directory}")
@@ -196,6 +197,8 @@ def load_run(results_dir: str | Path, topology: str | Path | None = None) -> Run
         if data.get("run_id"):
             run_ids.add(data["run_id"])
     run_id = run.get("run_id") or (sorted(run_ids)[0] if run_ids else directory.name)
+    if topology is None and isinstance(run.get("topology"), str) and Path(run["topology"]).is_file():
+        topology = run["topology"]
     cabling = cabling_map.load(topology) if topology is not None else None
     return Run(run_id, str(directory), nodes, bandwidth, run, cabling)
 
