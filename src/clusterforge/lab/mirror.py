@@ -6,7 +6,7 @@ a throw-away GPG key made when it is built, so the roles' key handling (keyring 
 /etc/apt/keyrings, fingerprint check, ``signed-by``) is exercised for real, and apt verifies
 every index it reads.
 
-Four repositories, in the vendors' layouts:
+Five repositories, in the vendors' layouts:
 
 - ``docker/linux/debian``: Docker's ``https://download.docker.com/linux/debian <suite> stable``
   (``dists/<suite>/stable/binary-<arch>/Packages``), key at ``docker/linux/debian/gpg``.
@@ -22,6 +22,9 @@ Four repositories, in the vendors' layouts:
   repository a site or DDN serves, key at ``lustre/lustre-2.15.x/debian12/client/lustre.asc``
   (the lustre_client role's stand-ins: lustre-client-modules-dkms and lustre-client-utils, the
   latter with a harmless lnet.service).
+- ``kubernetes/core:/stable:/v1.33/deb``: the Kubernetes project's flat per-minor repository
+  ``https://pkgs.k8s.io/core:/stable:/v1.33/deb/ /``, key at ``.../deb/Release.key`` (the
+  kubernetes role's stand-ins: kubeadm, kubelet with a harmless kubelet.service, kubectl).
 
 The vendor packages are stand-ins: built here with dpkg-deb, named and versioned like the
 vendor's, with "clusterforge test stand-in" in their Description, and installing nothing but a
@@ -64,6 +67,7 @@ DOCKER = "docker"
 NVIDIA = "libnvidia-container"
 CUDA = "cuda"
 LUSTRE = "lustre"
+KUBERNETES = "kubernetes"
 # NVIDIA's CUDA repository names architectures its own way.
 CUDA_ARCH = {"amd64": "x86_64", "arm64": "sbsa"}
 
@@ -188,6 +192,35 @@ def _lustre_standins() -> list[StandIn]:
     return out
 
 
+# The kubelet stand-in's unit, under the Kubernetes packages' unit name: the kubernetes role enables
+# it. It runs nothing of Kubernetes' (the real kubelet restarts in a loop until kubeadm configures it).
+KUBELET_UNIT = (
+    "usr/lib/systemd/system/kubelet.service",
+    "[Unit]\n"
+    f"Description=kubelet ({STANDIN_LABEL}, runs nothing)\n"
+    "\n"
+    "[Service]\n"
+    "Type=simple\n"
+    "ExecStart=/bin/sleep infinity\n"
+    "\n"
+    "[Install]\n"
+    "WantedBy=multi-user.target\n",
+)
+
+
+def _kubernetes_standins() -> list[StandIn]:
+    """kubeadm, kubelet and kubectl as the Kubernetes project's pkgs.k8s.io v1.33 repository names
+    and versions them (the kubernetes role's repository path). No Kubernetes binary is in them."""
+    out = []
+    for version in ("1.33.5-1.1", "1.33.6-1.1"):
+        out += [
+            StandIn(KUBERNETES, "kubelet", version, files=(KUBELET_UNIT,)),
+            StandIn(KUBERNETES, "kubectl", version),
+            StandIn(KUBERNETES, "kubeadm", version, "kubelet (>= 1.33.0), kubectl (>= 1.33.0)"),
+        ]
+    return out
+
+
 def default_standins(suite: str = "trixie") -> list[StandIn]:
     """Every stand-in package the mirror carries: two versions of each vendor package."""
     return (
@@ -197,6 +230,7 @@ def default_standins(suite: str = "trixie") -> list[StandIn]:
         + _cuda_toolkit_standins()
         + _cudnn_standins()
         + _lustre_standins()
+        + _kubernetes_standins()
     )
 
 
@@ -230,6 +264,13 @@ def repos(suite: str, arch: str) -> dict[str, Repo]:
             LUSTRE,
             "lustre/lustre-2.15.x/debian12/client",
             "lustre/lustre-2.15.x/debian12/client/lustre.asc",
+            True,
+        ),
+        # pkgs.k8s.io's per-minor flat repository: https://pkgs.k8s.io/core:/stable:/v1.33/deb/ /
+        KUBERNETES: Repo(
+            KUBERNETES,
+            "kubernetes/core:/stable:/v1.33/deb",
+            "kubernetes/core:/stable:/v1.33/deb/Release.key",
             True,
         ),
     }
