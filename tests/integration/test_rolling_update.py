@@ -34,12 +34,14 @@ def roll(lab, *extra: str):
 
 
 def test_the_roll_goes_batch_by_batch(lab):
-    done = roll(lab)
+    # The lab runs Slurm (site.yml's slurm stage): draining and resuming a node are changes of
+    # their own, so this roll leaves Slurm out (the drain is tested below).
+    done = roll(lab, "-e", "node_drain_slurm=false")
     assert done.returncode == errors.EXIT_OK, done.stdout[-3000:] + done.stderr
     summary = json.loads(done.stdout)
     assert sorted(summary["hosts"]) == ["head01", "node01", "node02"]
     assert summary["totals"]["failed"] == 0
-    again = json.loads(roll(lab).stdout)
+    again = json.loads(roll(lab, "-e", "node_drain_slurm=false").stdout)
     assert again["totals"]["changed_tasks"] == 0, "a second roll of the same stage changes nothing"
 
 
