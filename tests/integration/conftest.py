@@ -96,8 +96,8 @@ def lab_state(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def lab(docker_client, lab_state):
-    """A tiny lab (a head and a compute node), removed after the session."""
+    """A small lab (a head and two compute nodes: Slurm's two-node jobs), removed after the session."""
     env = {"CLUSTERFORGE_STATE_DIR": str(lab_state)}
-    clusterforge("lab", "up", "--size", "tiny", "--name", TEST_LAB, env=env)
+    clusterforge("lab", "up", "--size", "small", "--name", TEST_LAB, env=env)
     yield {"env": env, "inventory": lab_state / "labs" / TEST_LAB / "lab.topology.yml"}
     clusterforge("lab", "down", "--name", TEST_LAB, env=env)

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ def test_lab_inventory_comes_from_its_topology_file(lab):
         cwd=PROJECT,
     )
     inventory = json.loads(done.stdout)
-    assert inventory["compute"]["hosts"] == ["node01"]
+    assert inventory["compute"]["hosts"] == ["node01", "node02"]
     node = inventory["_meta"]["hostvars"]["node01"]
     assert node["ansible_connection"] == "community.docker.docker"
     assert node["ansible_host"] == f"clusterforge-{TEST_LAB}-node01"
@@ -62,10 +63,18 @@ def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
     # The storage stage: the lab's containers have no NVMe drives and no Lustre to mount.
     assert "skipped: local NVMe hot tier: no NVMe data drives found" in messages
     assert "skipped: Lustre client: no lustre_client_mounts configured" in messages
+    # The slurm stage (the default orchestrator): slurmctld on head01, slurmd on both compute nodes.
+    assert "skipped: Slurm cgroup constraints (cores, memory, devices)" in messages
+    head = docker_client.containers.get(f"clusterforge-{TEST_LAB}-head01")
+    sinfo = _wait_for_output(head, ["sinfo", "--noheader", "--Node", "--format=%N %T"], "node01 idle\nnode02 idle")
+    assert sinfo == "node01 idle\nnode02 idle", sinfo
+    srun = head.exec_run(["srun", "--nodes=2", "--time=1", "hostname"])
+    assert srun.exit_code == 0, srun.output.decode(errors="replace")
+    assert sorted(srun.output.decode().split()) == ["node01", "node02"]
 
     second = clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"], check=False)
     assert second.returncode == 0, second.stdout[-4000:]
-    assert _summary(second.stdout) == {"hosts": 2, "failed": 0, "unreachable": 0, "changed": 0}
+    assert _summary(second.stdout) == {"hosts": 3, "failed": 0, "unreachable": 0, "changed": 0}
 
     node = docker_client.containers.get(f"clusterforge-{TEST_LAB}-node01")
     live = node.exec_run(["sysctl", "-n", "net.ipv4.tcp_rmem"]).output.decode().split()
@@ -75,6 +84,16 @@ def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
     # No unit left failed (nvidia-persistenced cannot start without a GPU; the role turns it off).
     failed = node.exec_run(["systemctl", "list-units", "--state=failed", "--no-legend", "--plain"]).output.decode()
     assert failed.strip() == "", failed
+
+
+def _wait_for_output(container, command: list[str], expected: str, timeout: float = 60) -> str:
+    """The command's output once it is `expected` (sorted lines), or the last one after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        output = "\n".join(sorted(container.exec_run(command).output.decode(errors="replace").split("\n"))).strip()
+        if output == expected or time.monotonic() > deadline:
+            return output
+        time.sleep(2)
 
 
 def test_check_mode_on_a_converged_lab_changes_nothing(lab):

@@ -9,6 +9,8 @@ spreading it further."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from hostlist import collect_hostlist
 
 from clusterforge.topology import ClusterPlan
@@ -18,10 +20,11 @@ TOP_SWITCH = "top"
 UNPLACED = "other"  # compute nodes outside any unit, or not cabled to the GPU fabric
 
 
-def switch_groups(plan: ClusterPlan) -> dict[str, list[str]]:
-    """Bottom-level switch name -> its compute nodes, in host order."""
+def switch_groups(plan: ClusterPlan, nodes: Collection[str] | None = None) -> dict[str, list[str]]:
+    """Bottom-level switch name -> its compute nodes, in host order; with `nodes`, only those of
+    them (a switch left without nodes is left out)."""
     groups: dict[str, list[str]] = {}
-    compute = [host for host in plan.hosts if host.role == "compute"]
+    compute = [host for host in plan.hosts if host.role == "compute" and (nodes is None or host.name in nodes)]
     fabric = gpu_fabric(plan)
     for host in compute:
         if plan.topology.scalable_units is not None:
@@ -55,8 +58,10 @@ def middle_switches(plan: ClusterPlan, bottom: list[str]) -> dict[str, list[str]
     return middle
 
 
-def topology_conf(plan: ClusterPlan) -> str:
-    groups = switch_groups(plan)
+def topology_conf(plan: ClusterPlan, nodes: Collection[str] | None = None) -> str:
+    """The file; with `nodes`, only the compute nodes Slurm knows so far (slurmctld refuses a
+    topology.conf naming a node that slurm.conf lacks), such as before a node is added."""
+    groups = switch_groups(plan, nodes)
     middle = middle_switches(plan, list(groups))
     lines = [
         f"# Slurm topology.conf for cluster {plan.topology.cluster.name}, {generated_by(plan)}.",
