@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,9 +13,8 @@ import yaml
 
 from tests.paths import PROJECT
 from tests.unit.roles.harness import render
+from tests.unit.roles.monitoring.tools import run as _run
 
-TOOLS = PROJECT / ".clusterforge" / "tools" / "bin"
-SETUP = PROJECT / "tests" / "tools" / "monitoring-tools.sh"
 PROMETHEUS = PROJECT / "roles" / "prometheus"
 ALERTMANAGER = PROJECT / "roles" / "alertmanager"
 RULES_TEST = PROJECT / "tests" / "unit" / "roles" / "monitoring" / "rules_test.yml"
@@ -24,22 +22,6 @@ RULES_TEST = PROJECT / "tests" / "unit" / "roles" / "monitoring" / "rules_test.y
 
 def _load(path: Path):
     return yaml.safe_load(path.read_text())
-
-
-@pytest.fixture(scope="session")
-def tools() -> dict[str, Path]:
-    """promtool and amtool; fetched once by the project's own script when they are missing."""
-    wanted = {name: TOOLS / name for name in ("promtool", "amtool")}
-    if not all(path.is_file() for path in wanted.values()):
-        done = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            pytest.fail(
-                f"{SETUP.relative_to(PROJECT)} could not fetch promtool and amtool:\n{done.stdout}{done.stderr}"
-            )
-    missing = [str(path) for path in wanted.values() if not path.is_file()]
-    if missing:
-        pytest.fail(f"missing {', '.join(missing)}: run {SETUP.relative_to(PROJECT)}")
-    return wanted
 
 
 def render_rules(**overrides) -> str:
@@ -54,10 +36,6 @@ def _rules_dir(tmp_path: Path, **overrides) -> Path:
     (tmp_path / "clusterforge.yml").write_text(render_rules(**overrides))
     shutil.copy(RULES_TEST, tmp_path / "rules_test.yml")
     return tmp_path
-
-
-def _run(*argv) -> subprocess.CompletedProcess:
-    return subprocess.run([str(arg) for arg in argv], capture_output=True, text=True, check=False)
 
 
 def _alerts() -> list[str]:
