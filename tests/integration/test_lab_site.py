@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,28 @@ def _newest_run_messages(lab_state: Path) -> str:
     return "\n".join(str(e.get("event_data", {}).get("res", {}).get("msg", "")) for e in events)
 
 
+def _prometheus_query(head, query: str) -> list[dict]:
+    """The result of an instant query, asked of Prometheus's HTTP API on the head node."""
+    script = (
+        "import json, sys, urllib.parse, urllib.request; "
+        "url = 'http://localhost:9090/api/v1/query?query=' + urllib.parse.quote(sys.argv[1]); "
+        "print(json.dumps(json.load(urllib.request.urlopen(url, timeout=10))['data']['result']))"
+    )
+    done = head.exec_run(["python3", "-c", script, query])
+    assert done.exit_code == 0, done.output.decode()
+    return json.loads(done.output)
+
+
+def _wait_for_series(head, query: str, count: int, timeout_s: float = 90) -> list[dict]:
+    """The query's result once it has `count` series (scrapes run every 15 s)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = _prometheus_query(head, query)
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(3)
+
+
 def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
     first = clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"], check=False)
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr
@@ -62,6 +85,8 @@ def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
     # The storage stage: the lab's containers have no NVMe drives and no Lustre to mount.
     assert "skipped: local NVMe hot tier: no NVMe data drives found" in messages
     assert "skipped: Lustre client: no lustre_client_mounts configured" in messages
+    # The monitoring stage: no GPU, so no dcgm-exporter on the compute node.
+    assert "skipped: dcgm-exporter: no GPU hardware (/proc/driver/nvidia/gpus lists no GPU)" in messages
 
     second = clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"], check=False)
     assert second.returncode == 0, second.stdout[-4000:]
@@ -75,6 +100,36 @@ def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
     # No unit left failed (nvidia-persistenced cannot start without a GPU; the role turns it off).
     failed = node.exec_run(["systemctl", "list-units", "--state=failed", "--no-legend", "--plain"]).output.decode()
     assert failed.strip() == "", failed
+
+    # Prometheus on head01 scrapes the node exporter of every lab node, each target labelled with
+    # the topology (the node label; the package's first start scraped localhost:9100 unlabelled).
+    head = docker_client.containers.get(f"clusterforge-{TEST_LAB}-head01")
+    up = _wait_for_series(head, 'up{job="node",node=~".+"} == 1', 2)
+    labels = {series["metric"]["node"]: series["metric"] for series in up}
+    assert labels == {
+        "head01": {
+            "__name__": "up",
+            "job": "node",
+            "instance": f"clusterforge-{TEST_LAB}-head01:9100",
+            "node": "head01",
+            "role": "head",
+            "node_type": "lab_node",
+        },
+        "node01": {
+            "__name__": "up",
+            "job": "node",
+            "instance": f"clusterforge-{TEST_LAB}-node01:9100",
+            "node": "node01",
+            "role": "compute",
+            "node_type": "lab_node",
+        },
+    }
+    # The validation's verdicts, written to each node's textfile directory, reach Prometheus: the lab
+    # nodes have no GPU or HCA, so their checks are skipped and no host failed.
+    verdicts = _wait_for_series(head, "clusterforge_validation_host_ok", 2)
+    assert {(series["metric"]["node"], series["value"][1]) for series in verdicts} == {("head01", "1"), ("node01", "1")}
+    checks = _prometheus_query(head, 'clusterforge_validation_check_ok{node="node01"}')
+    assert checks and {series["metric"]["status"] for series in checks} <= {"pass", "warn", "skipped"}
 
 
 def test_check_mode_on_a_converged_lab_changes_nothing(lab):
