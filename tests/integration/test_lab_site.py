@@ -16,6 +16,8 @@ from tests.paths import PROJECT
 
 pytestmark = pytest.mark.lab
 BIN = Path(sys.executable).parent
+WEBHOOK_TOKEN = "cf-test-secret-7f3a9c1e"
+WEBHOOK = f"http://alerts.lab.clusterforge.test/hook/{WEBHOOK_TOKEN}"
 
 
 def _summary(stdout: str) -> dict[str, int]:
@@ -52,8 +54,37 @@ def _newest_run_messages(lab_state: Path) -> str:
     return "\n".join(str(e.get("event_data", {}).get("res", {}).get("msg", "")) for e in events)
 
 
-def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
-    first = clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"], check=False)
+def _prometheus_query(head, query: str) -> list[dict]:
+    """The result of an instant query, asked of Prometheus's HTTP API on the head node."""
+    script = (
+        "import json, sys, urllib.parse, urllib.request; "
+        "url = 'http://localhost:9090/api/v1/query?query=' + urllib.parse.quote(sys.argv[1]); "
+        "print(json.dumps(json.load(urllib.request.urlopen(url, timeout=10))['data']['result']))"
+    )
+    done = head.exec_run(["python3", "-c", script, query])
+    assert done.exit_code == 0, done.output.decode()
+    return json.loads(done.output)
+
+
+def _wait_for_series(head, query: str, count: int, timeout_s: float = 90) -> list[dict]:
+    """The query's result once it has `count` series (scrapes run every 15 s)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = _prometheus_query(head, query)
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(3)
+
+
+def test_site_converges_then_is_idempotent(lab, lab_state, docker_client, tmp_path):
+    # Alertmanager's receivers hold secrets (a webhook's token here): no run output may show them.
+    # Given in a vars file, as a site keeps them (in a vault), so the command line does not hold the token.
+    receivers_file = tmp_path / "receivers.yml"
+    receivers_file.write_text(
+        json.dumps({"alertmanager_receivers": [{"name": "default", "webhook_configs": [{"url": WEBHOOK}]}]})
+    )
+    receivers = ["-e", f"@{receivers_file}"]
+    first = clusterforge("run", "-i", str(lab["inventory"]), *receivers, env=lab["env"], check=False)
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr
     assert _summary(first.stdout)["failed"] == 0
     # The gpu stage's small lab set: the real driver userspace and CUDA runtime, held, and no module
@@ -71,8 +102,10 @@ def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
     srun = head.exec_run(["srun", "--nodes=2", "--time=1", "hostname"])
     assert srun.exit_code == 0, srun.output.decode(errors="replace")
     assert sorted(srun.output.decode().split()) == ["node01", "node02"]
+    # The monitoring stage: no GPU, so no dcgm-exporter on the compute node.
+    assert "skipped: dcgm-exporter: no GPU hardware (/proc/driver/nvidia/gpus lists no GPU)" in messages
 
-    second = clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"], check=False)
+    second = clusterforge("run", "-i", str(lab["inventory"]), *receivers, env=lab["env"], check=False)
     assert second.returncode == 0, second.stdout[-4000:]
     assert _summary(second.stdout) == {"hosts": 3, "failed": 0, "unreachable": 0, "changed": 0}
 
@@ -84,6 +117,51 @@ def test_site_converges_then_is_idempotent(lab, lab_state, docker_client):
     # No unit left failed (nvidia-persistenced cannot start without a GPU; the role turns it off).
     failed = node.exec_run(["systemctl", "list-units", "--state=failed", "--no-legend", "--plain"]).output.decode()
     assert failed.strip() == "", failed
+
+    # Prometheus on head01 scrapes the node exporter of every lab node, each target labelled with
+    # the topology (the node label; the package's first start scraped localhost:9100 unlabelled).
+    up = _wait_for_series(head, 'up{job="node",node=~".+"} == 1', 3)
+    labels = {series["metric"]["node"]: series["metric"] for series in up}
+    assert labels == {
+        "head01": {
+            "__name__": "up",
+            "job": "node",
+            "instance": f"clusterforge-{TEST_LAB}-head01:9100",
+            "node": "head01",
+            "role": "head",
+            "node_type": "lab_node",
+        },
+        **{
+            node: {
+                "__name__": "up",
+                "job": "node",
+                "instance": f"clusterforge-{TEST_LAB}-{node}:9100",
+                "node": node,
+                "role": "compute",
+                "node_type": "lab_node",
+            }
+            for node in ("node01", "node02")
+        },
+    }
+    # The validation's verdicts, written to each node's textfile directory, reach Prometheus: the lab
+    # nodes have no GPU or HCA, so their checks are skipped and no host failed.
+    verdicts = _wait_for_series(head, "clusterforge_validation_host_ok", 3)
+    assert {(series["metric"]["node"], series["value"][1]) for series in verdicts} == {
+        ("head01", "1"),
+        ("node01", "1"),
+        ("node02", "1"),
+    }
+    checks = _prometheus_query(head, 'clusterforge_validation_check_ok{node="node01"}')
+    assert checks and {series["metric"]["status"] for series in checks} <= {"pass", "warn", "skipped"}
+
+    # The receiver's token reached Alertmanager's configuration, and no output or artifact of either run.
+    config = head.exec_run(["cat", "/etc/prometheus/alertmanager.yml"]).output.decode()
+    assert WEBHOOK_TOKEN in config
+    assert WEBHOOK_TOKEN not in first.stdout + first.stderr + second.stdout + second.stderr
+    leaked = [
+        str(p) for p in (lab_state / "runs").rglob("*") if p.is_file() and WEBHOOK_TOKEN.encode() in p.read_bytes()
+    ]
+    assert leaked == []
 
 
 def _wait_for_output(container, command: list[str], expected: str, timeout: float = 60) -> str:

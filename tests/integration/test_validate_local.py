@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 
@@ -79,6 +80,10 @@ def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
         shutil.copy(SLOW if host == "gpu03" else GOOD, replay / host / "all_reduce_perf.2node.txt")
     shutil.copy(SLOW, replay / "gpu01" / "all_reduce_perf.gpu01+gpu03.txt")  # gpu01 led the pair with gpu03
     reports = tmp_path / "reports"
+    # Each node's node exporter textfile directory (head01 has none, so it gets no file).
+    textfiles = tmp_path / "textfile"
+    for host in ("gpu01", "gpu02", "gpu03", "gpu04"):
+        (textfiles / host).mkdir(parents=True)
     done = clusterforge(
         "run",
         str(PROJECT / "playbooks" / "validate.yml"),
@@ -90,11 +95,26 @@ def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
         f"clusterforge_report_dir={reports}",
         "-e",
         "clusterforge_validation_run_id=pairs",
+        "-e",
+        f"clusterforge_validation_textfile_dir={textfiles}/{{{{ inventory_hostname }}}}",
         env={"CLUSTERFORGE_STATE_DIR": str(tmp_path / "state")},
         check=False,
     )
     assert done.returncode == 2, done.stdout[-4000:] + done.stderr[-2000:]
     assert "hosts: 5  failed: 1  unreachable: 0" in done.stdout  # gpu03 only
+
+    # The verdicts as node exporter textfile metrics: gpu03 failed its pair and probe runs, gpu01
+    # was cleared by the bisection.
+    metrics = {host: (textfiles / host / "clusterforge_validation.prom").read_text() for host in ("gpu01", "gpu03")}
+    assert "clusterforge_validation_host_ok 0\n" in metrics["gpu03"]
+    assert re.search(
+        r'^clusterforge_validation_check_ok\{module="nccl_check",.*status="fail"\} 0$', metrics["gpu03"], re.M
+    )
+    assert "clusterforge_validation_host_ok 1\n" in metrics["gpu01"]
+    assert re.search(
+        r"^clusterforge_validation_check_measured\{module=\"nccl_check\",.*\} [0-9.]+$", metrics["gpu01"], re.M
+    )
+    assert not (textfiles / "head01").exists()
 
     run = json.loads((reports / "pairs" / "_run.json").read_text())
     assert run["pairs"]["pairs"] == [["gpu01", "gpu03"], ["gpu02", "gpu04"]]
