@@ -136,18 +136,30 @@ def test_gres_conf_lists_device_files_or_asks_nvml(autodetect, gpus, expected):
 
 
 @pytest.mark.parametrize(
-    ("virtualization", "constrain"),
+    ("facts", "constrain"),
     [
-        ({"virtualization_role": "host", "virtualization_type": "kvm"}, True),
-        ({"virtualization_role": "guest", "virtualization_type": "kvm"}, True),  # a VM owns its cgroups
-        ({"virtualization_role": "guest", "virtualization_type": "docker"}, False),
-        ({"virtualization_role": "guest", "virtualization_type": "container"}, False),
+        ({"virtualization_role": "host", "virtualization_type": "kvm", "virtualization_tech_guest": []}, True),
+        # A VM owns its cgroups.
+        ({"virtualization_role": "guest", "virtualization_type": "kvm", "virtualization_tech_guest": ["kvm"]}, True),
+        (
+            {
+                "virtualization_role": "guest",
+                "virtualization_type": "docker",
+                "virtualization_tech_guest": ["container", "docker"],
+            },
+            False,
+        ),
     ],
 )
-def test_cgroup_constraints_are_off_only_inside_containers(virtualization, constrain):
-    variables = _variables(ansible_facts=_facts("10.0.0.11", **virtualization))
+def test_cgroup_constraints_are_off_only_inside_containers(facts, constrain):
+    # The default reads the shared container filter (plugins/filter/node.py), as every role does.
+    variables = _variables(ansible_facts=_facts("10.0.0.11", **facts))
     value = render(DEFAULTS["slurm_cgroup_constrain"], **variables)
     assert str(value).strip() == str(constrain)
+    # Preflight's fact wins over the facts.
+    assert str(render(DEFAULTS["slurm_cgroup_constrain"], **variables, clusterforge_in_container=constrain)) == str(
+        not constrain
+    )
     cgroup = _conf(_template("cgroup.conf.j2", slurm_cgroup_constrain=constrain))
     slurm = _conf(_template("slurm.conf.j2", slurm_cgroup_constrain=constrain))
     if constrain:
