@@ -5,9 +5,6 @@
 
 from __future__ import annotations
 
-import os
-from functools import lru_cache
-
 from ansible.errors import AnsibleFilterError
 
 DOCUMENTATION = r"""
@@ -43,27 +40,16 @@ _value:
 """
 
 
-@lru_cache(maxsize=4)
-def _labels(path: str, mtime: float) -> dict:
-    from clusterforge.topology import load
-    from clusterforge.topology.render.k8s_labels import labels
-
-    return labels(load(path, links=False))
-
-
 def k8s_node_labels(hostname, topology_file):
     try:
-        from clusterforge.topology import TopologyError
-        from clusterforge.topology.render.k8s_labels import LabelError
+        from clusterforge.topology.for_filters import topology_for_filter
+        from clusterforge.topology.render.k8s_labels import LabelError, labels
     except ImportError as exc:
         raise AnsibleFilterError(f"clusterforge_k8s_node_labels needs the clusterforge package: {exc}") from None
+    plan = topology_for_filter("clusterforge_k8s_node_labels", topology_file)
     try:
-        found = _labels(str(topology_file), os.path.getmtime(topology_file))
-    except OSError as exc:
-        raise AnsibleFilterError(
-            f"clusterforge_k8s_node_labels: cannot read the topology file {topology_file!r}: {exc.strerror}"
-        ) from None
-    except (TopologyError, LabelError) as exc:
+        found = labels(plan)
+    except LabelError as exc:
         raise AnsibleFilterError(f"clusterforge_k8s_node_labels: {exc}") from None
     if hostname not in found:
         raise AnsibleFilterError(f"clusterforge_k8s_node_labels: {hostname} is not in {topology_file}")

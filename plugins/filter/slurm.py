@@ -4,9 +4,6 @@
 
 from __future__ import annotations
 
-import os
-from functools import lru_cache
-
 from ansible.errors import AnsibleFilterError
 
 DOCUMENTATION = r"""
@@ -45,27 +42,13 @@ _value:
 """
 
 
-@lru_cache(maxsize=4)
-def _plan(path: str, mtime: float):
-    from clusterforge.topology import load
-
-    return load(path, links=False)
-
-
 def topology_conf(topology_file, nodes):
     try:
-        from clusterforge.topology import TopologyError
+        from clusterforge.topology.for_filters import topology_for_filter
         from clusterforge.topology.render.slurm import topology_conf as render
     except ImportError as exc:
         raise AnsibleFilterError(f"clusterforge_slurm_topology_conf needs the clusterforge package: {exc}") from None
-    try:
-        plan = _plan(str(topology_file), os.path.getmtime(topology_file))
-    except OSError as exc:
-        raise AnsibleFilterError(
-            f"clusterforge_slurm_topology_conf: cannot read the topology file {topology_file!r}: {exc.strerror}"
-        ) from None
-    except TopologyError as exc:
-        raise AnsibleFilterError(f"clusterforge_slurm_topology_conf: {exc}") from None
+    plan = topology_for_filter("clusterforge_slurm_topology_conf", topology_file)
     return render(plan, {str(node) for node in nodes or ()})
 
 

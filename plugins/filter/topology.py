@@ -4,9 +4,6 @@
 
 from __future__ import annotations
 
-import os
-from functools import lru_cache
-
 from ansible.errors import AnsibleFilterError
 
 DOCUMENTATION = r"""
@@ -48,26 +45,12 @@ _value:
 """
 
 
-@lru_cache(maxsize=4)
-def _plan(path: str, mtime: float):
-    from clusterforge.topology import load
-
-    return load(path, links=False)
-
-
 def topology_host(hostname, topology_file):
     try:
-        from clusterforge.topology import TopologyError
+        from clusterforge.topology.for_filters import topology_for_filter
     except ImportError as exc:
         raise AnsibleFilterError(f"clusterforge_topology_host needs the clusterforge package: {exc}") from None
-    try:
-        plan = _plan(str(topology_file), os.path.getmtime(topology_file))
-    except OSError as exc:
-        raise AnsibleFilterError(
-            f"clusterforge_topology_host: cannot read the topology file {topology_file!r}: {exc.strerror}"
-        ) from None
-    except TopologyError as exc:
-        raise AnsibleFilterError(f"clusterforge_topology_host: {exc}") from None
+    plan = topology_for_filter("clusterforge_topology_host", topology_file)
     try:
         host = plan.host(hostname)
     except KeyError:
