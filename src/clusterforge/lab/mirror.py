@@ -6,7 +6,7 @@ a throw-away GPG key made when it is built, so the roles' key handling (keyring 
 /etc/apt/keyrings, fingerprint check, ``signed-by``) is exercised for real, and apt verifies
 every index it reads.
 
-Five repositories, in the vendors' layouts:
+Six repositories, in the vendors' (and a site's) layouts:
 
 - ``docker/linux/debian``: Docker's ``https://download.docker.com/linux/debian <suite> stable``
   (``dists/<suite>/stable/binary-<arch>/Packages``), key at ``docker/linux/debian/gpg``.
@@ -25,6 +25,9 @@ Five repositories, in the vendors' layouts:
 - ``kubernetes/core:/stable:/v1.33/deb``: the Kubernetes project's flat per-minor repository
   ``https://pkgs.k8s.io/core:/stable:/v1.33/deb/ /``, key at ``.../deb/Release.key`` (the
   kubernetes role's stand-ins: kubeadm, kubelet with a harmless kubelet.service, kubectl).
+- ``slurm/debian``: a site's own Slurm repository (``<suite> main``), key at
+  ``slurm/debian/slurm.asc``. It has no stand-ins: a test adds Debian's real Slurm .debs with
+  ``--deb slurm=PATH`` (molecule/slurm_repo), as a site mirrors them.
 
 The vendor packages are stand-ins: built here with dpkg-deb, named and versioned like the
 vendor's, with "clusterforge test stand-in" in their Description, and installing nothing but a
@@ -68,6 +71,7 @@ NVIDIA = "libnvidia-container"
 CUDA = "cuda"
 LUSTRE = "lustre"
 KUBERNETES = "kubernetes"
+SLURM = "slurm"
 # NVIDIA's CUDA repository names architectures its own way.
 CUDA_ARCH = {"amd64": "x86_64", "arm64": "sbsa"}
 
@@ -273,6 +277,9 @@ def repos(suite: str, arch: str) -> dict[str, Repo]:
             "kubernetes/core:/stable:/v1.33/deb/Release.key",
             True,
         ),
+        # A site's own Slurm repository (Debian's layout, <suite> main): no stand-ins, it carries
+        # the real .debs a test adds with --deb slurm=PATH (apt-get download of Debian's Slurm).
+        SLURM: Repo(SLURM, "slurm/debian", "slurm/debian/slurm.asc", False, suite, "main"),
     }
 
 
