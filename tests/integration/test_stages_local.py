@@ -25,17 +25,13 @@ def inventory(tmp_path: Path, **host_vars: str) -> Path:
 
 
 @pytest.fixture
-def registry_with_orchestrator_stages(tmp_path) -> Path:
-    """The project's registry plus a Slurm and a Kubernetes stage, as role issues will add them."""
-    document = yaml.safe_load((PROJECT / stages.REGISTRY).read_text())
-    document["clusterforge_stages"][2:2] = [
-        {"name": "slurm", "hosts": "all", "roles": [], "orchestrator": "slurm"},
-        {"name": "kubernetes", "hosts": "all", "roles": [], "orchestrator": "kubernetes"},
-    ]
-    path = tmp_path / "stages.yml"
-    path.write_text(yaml.safe_dump(document))
-    stages.load(tmp_path, Path(path.name))  # a registry the runner accepts too
-    return path
+def registry_with_orchestrator_stages() -> Path:
+    """The project's registry, which holds a Slurm and a Kubernetes stage."""
+    registry = stages.load(PROJECT)
+    assert {"slurm", "kubernetes"} <= set(registry.names)
+    assert registry.stage("slurm").orchestrator == "slurm"
+    assert registry.stage("kubernetes").orchestrator == "kubernetes"
+    return PROJECT / stages.REGISTRY
 
 
 def ran_on(output: str, stage: str) -> set[str]:
