@@ -117,18 +117,23 @@ def _nvidia_standins() -> list[StandIn]:
 
 # The Fabric Manager stand-in's unit, under NVIDIA's unit name: the role enables it, and starts it
 # only where NVSwitch devices are present. It runs nothing of NVIDIA's.
-FABRICMANAGER_UNIT = (
-    "usr/lib/systemd/system/nvidia-fabricmanager.service",
-    "[Unit]\n"
-    f"Description=NVIDIA fabric manager service ({STANDIN_LABEL}, runs nothing)\n"
-    "\n"
-    "[Service]\n"
-    "Type=simple\n"
-    "ExecStart=/bin/sleep infinity\n"
-    "\n"
-    "[Install]\n"
-    "WantedBy=multi-user.target\n",
-)
+def _idle_unit(name: str, description: str) -> tuple[str, str]:
+    """A stand-in's systemd unit under the vendor's unit name: it starts, stays up and runs nothing."""
+    return (
+        f"usr/lib/systemd/system/{name}.service",
+        "[Unit]\n"
+        f"Description={description} ({STANDIN_LABEL}, runs nothing)\n"
+        "\n"
+        "[Service]\n"
+        "Type=simple\n"
+        "ExecStart=/bin/sleep infinity\n"
+        "\n"
+        "[Install]\n"
+        "WantedBy=multi-user.target\n",
+    )
+
+
+FABRICMANAGER_UNIT = _idle_unit("nvidia-fabricmanager", "NVIDIA fabric manager service")
 
 
 def _cuda_standins() -> list[StandIn]:
@@ -198,18 +203,7 @@ def _lustre_standins() -> list[StandIn]:
 
 # The kubelet stand-in's unit, under the Kubernetes packages' unit name: the kubernetes role enables
 # it. It runs nothing of Kubernetes' (the real kubelet restarts in a loop until kubeadm configures it).
-KUBELET_UNIT = (
-    "usr/lib/systemd/system/kubelet.service",
-    "[Unit]\n"
-    f"Description=kubelet ({STANDIN_LABEL}, runs nothing)\n"
-    "\n"
-    "[Service]\n"
-    "Type=simple\n"
-    "ExecStart=/bin/sleep infinity\n"
-    "\n"
-    "[Install]\n"
-    "WantedBy=multi-user.target\n",
-)
+KUBELET_UNIT = _idle_unit("kubelet", "kubelet")
 
 
 def _kubernetes_standins() -> list[StandIn]:
