@@ -115,8 +115,6 @@ def _nvidia_standins() -> list[StandIn]:
     return out
 
 
-# The Fabric Manager stand-in's unit, under NVIDIA's unit name: the role enables it, and starts it
-# only where NVSwitch devices are present. It runs nothing of NVIDIA's.
 def _idle_unit(name: str, description: str) -> tuple[str, str]:
     """A stand-in's systemd unit under the vendor's unit name: it starts, stays up and runs nothing."""
     return (
@@ -133,6 +131,8 @@ def _idle_unit(name: str, description: str) -> tuple[str, str]:
     )
 
 
+# The Fabric Manager stand-in's unit, under NVIDIA's unit name: the role enables it, and starts it
+# only where NVSwitch devices are present. It runs nothing of NVIDIA's.
 FABRICMANAGER_UNIT = _idle_unit("nvidia-fabricmanager", "NVIDIA fabric manager service")
 
 
