@@ -115,6 +115,9 @@ def run_all(
     outcomes = _collect(waiting, count, cancel, say)
     results = [result for _index, _hosts, result, _error in outcomes if result is not None]
     entries = [describe(index, count, hosts, result, error) for index, hosts, result, error in outcomes]
+    ran = {entry["index"] for entry in entries}
+    empty = [{**describe(index, count, 0), "status": "no host"} for index in range(1, count + 1) if index not in ran]
+    entries = sorted(entries + empty, key=lambda entry: entry["index"])
     if not results:
         raise next(error for *_rest, error in outcomes if error is not None)
     merged = merge.merge(results, run_dir, options, time.monotonic() - started, entries)
