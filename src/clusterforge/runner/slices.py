@@ -8,8 +8,8 @@ How hosts are placed, the same way every time for the same inventory and N:
   login, Kubernetes control plane) goes to slice 1, and only there, so a play that targets it runs
   on it once;
 - a scalable unit (group suN) stays whole, else a leaf group (under a fabric_* group): rolling
-  batches and the node checks see whole units and leaves. Blocks are placed in name order, each
-  on the slice with the fewest hosts so far;
+  batches and the node checks see whole units and leaves. Units by number, then leaf groups by
+  name, each goes to the slice with the fewest hosts so far;
 - a host in neither is placed by a hash of its name.
 Each slice runs with `--limit @FILE`, the file naming its hosts; nothing is rewritten."""
 
@@ -27,14 +27,13 @@ from pathlib import Path
 from clusterforge.errors import UsageError
 from clusterforge.topology import groups
 
-# Hosts of these groups run with slice 1 alone (the control planes' plays must run once).
-CONTROL_GROUPS = ("slurm_controller", "slurm_login", "k8s_control_plane")
 COMPUTE_GROUP = "compute"
+# The orchestrators' groups of other roles than compute (slurm_controller, slurm_login,
+# k8s_control_plane): their hosts run with slice 1 alone, as the control planes' plays must run once.
+CONTROL_GROUPS = tuple(name for name, roles in groups.ORCHESTRATOR_GROUPS.items() if COMPUTE_GROUP not in roles)
 UNIT_GROUP = re.compile(r"^su\d+$")
 FABRIC_GROUP_PREFIX = "fabric_"
 _INVENTORY_TIMEOUT_S = 600
-
-assert all(name in groups.ORCHESTRATOR_GROUPS for name in CONTROL_GROUPS)
 
 
 @dataclass(frozen=True)
