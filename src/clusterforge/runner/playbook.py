@@ -95,6 +95,8 @@ class RunResult:
     # matching nothing, an unusable locale).
     ansible_output: str = ""
     options: RunOptions | None = None
+    # A sliced run (clusterforge.runner.sliced): one entry per slice, or this slice's own.
+    slices: list[dict] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -177,7 +179,10 @@ def run_playbook(
     event_handler: Callable[[dict], bool] | None = None,
     recorder: RunRecorder | None = None,
     cancel: Callable[[], bool] | None = None,
+    run_dir: Path | None = None,
 ) -> RunResult:
+    """run_dir: a new, empty directory for the run (a slice's, under its sliced run); by default
+    a new one under the state directory."""
     playbook_path = resolve_playbook(project, options.playbook)
     inventory_path = run_inventory.resolve(options.inventory)
     cmdline = [*(["--check"] if options.check else []), *(["--diff"] if options.diff else [])]
@@ -186,7 +191,7 @@ def run_playbook(
         if not vault_file.is_file():
             raise UsageError(f"vault password file not found: {vault_file}")
         cmdline += ["--vault-password-file", str(vault_file.resolve())]
-    run_dir = _new_run_dir()
+    run_dir = run_dir or new_run_dir()
     recorder = recorder or RunRecorder()
     recorder.expected_tasks = runs.previous_task_count(
         run_dir, runs.options_key(options, playbook_path, inventory_path)
@@ -233,7 +238,7 @@ def run_playbook(
     )
 
 
-def _new_run_dir() -> Path:
+def new_run_dir() -> Path:
     """A fresh directory per run keeps runs apart; private, as what runs write can hold secrets.
     Named in UTC, like the times in summary.json."""
     root = runs.runs_dir()
