@@ -84,6 +84,18 @@ def test_one_slice_alone_runs_its_hosts_with_a_record_of_its_own(hosts, env):
     assert sorted(limit_file.read_text().split()) == sorted(summary["hosts"])
 
 
+def test_mitogen_strategy_runs_every_slice(hosts, env):
+    """--mitogen with --slices: each slice's ansible-playbook ran Mitogen's strategy (ansible-core
+    warns of a strategy from outside ansible.builtin) and the merged result is the same."""
+    done = run(env, str(PLAYBOOK), "-i", str(hosts), "--slices", "3", "--mitogen", "--json")
+    assert done.returncode == errors.EXIT_HOSTS_FAILED, done.stdout + done.stderr
+    summary = json.loads(done.stdout)
+    assert len(summary["hosts"]) == 13 and summary["totals"]["failed"] == 1
+    for entry in summary["slices"]:
+        output = "".join(path.read_text() for path in Path(entry["run_dir"]).glob("artifacts/*/stdout"))
+        assert "strategy plugins not included in ansible.builtin are deprecated" in output, output[-2000:]
+
+
 def test_limit_takes_from_the_slices_and_bad_slices_are_refused(hosts, env):
     done = run(env, str(PLAYBOOK), "-i", str(hosts), "--slices", "3", "--limit", "su1:head01", "--json")
     assert done.returncode == errors.EXIT_OK, done.stdout + done.stderr

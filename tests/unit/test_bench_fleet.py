@@ -1,4 +1,4 @@
-"""bench/fleet.py's measurement helpers and clusterforge.runner.mitogen's environment."""
+"""bench/fleet.py's measurement helpers."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import sys
 import psutil
 import pytest
 
-from clusterforge.errors import UsageError
-from clusterforge.runner import mitogen
 from tests.paths import PROJECT
 
 
@@ -62,18 +60,3 @@ def test_every_stage_play_maps_to_its_stage(fleet):
     mapping = fleet.stage_of_plays(PROJECT)
     assert mapping["Preflight checks on every node"] == "preflight"
     assert "validate" in mapping.values()
-
-
-def test_mitogen_environment_names_its_linear_strategy():
-    if importlib.util.find_spec("ansible_mitogen") is None:
-        pytest.skip("mitogen not installed (pip install 'clusterforge[mitogen]')")
-    env = mitogen.environment()
-    assert env["ANSIBLE_STRATEGY"] == "mitogen_linear"
-    assert (mitogen.strategy_plugins() / "mitogen_linear.py").is_file()
-    assert env["ANSIBLE_STRATEGY_PLUGINS"] == str(mitogen.strategy_plugins())
-
-
-def test_mitogen_missing_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(mitogen.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(UsageError, match=r"mitogen package is not installed"):
-        mitogen.environment()

@@ -14,7 +14,7 @@ from rich.text import Text
 from clusterforge import stages
 from clusterforge.errors import EXIT_OK, UsageError
 from clusterforge.paths import project_dir
-from clusterforge.runner import extravars, present, sliced, slices
+from clusterforge.runner import extravars, mitogen, present, sliced, slices
 from clusterforge.runner import playbook as runner
 from clusterforge.runner import report as run_report
 from clusterforge.runner.process import CancelOnSignal
@@ -54,6 +54,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     run.add_argument("--vault-password-file", help="file holding the Ansible Vault password")
     run.add_argument("--json", action="store_true", help="print the run summary as JSON, no progress display")
+    run.add_argument(
+        "--mitogen",
+        action="store_true",
+        help="Mitogen's linear strategy instead of Ansible's (pip install 'clusterforge[mitogen]'; see README)",
+    )
     slicing = run.add_argument_group("fleet scale: disjoint slices of the inventory, see README")
     sliced_options = slicing.add_mutually_exclusive_group()
     sliced_options.add_argument(
@@ -119,7 +124,10 @@ def run(args: argparse.Namespace) -> int:
         extra_vars=extravars.check(args.extra_var),
         clusterforge_vars=_rolling_vars(args, project),
         vault_password_file=args.vault_password_file,
+        mitogen=args.mitogen,
     )
+    if args.mitogen:
+        mitogen.environment()  # not installed: a usage error before anything runs
     result = _run_sliced(args, project, options) if args.slices is not None else _run_one(args, project, options)
     if result is None:
         return EXIT_OK

@@ -24,7 +24,7 @@ from clusterforge.errors import (
     EXIT_USAGE,
     UsageError,
 )
-from clusterforge.runner import artifacts, extravars, runs
+from clusterforge.runner import artifacts, extravars, mitogen, runs
 from clusterforge.runner import inventory as run_inventory
 from clusterforge.runner.process import Supervisor
 from clusterforge.runner.record import RunRecorder
@@ -79,6 +79,8 @@ class RunOptions:
     extra_vars: list[str] = field(default_factory=list)
     clusterforge_vars: dict = field(default_factory=dict)
     vault_password_file: str | None = None
+    # Mitogen's linear strategy instead of Ansible's (opt-in; see runner.mitogen and the README).
+    mitogen: bool = False
 
 
 @dataclass
@@ -258,7 +260,7 @@ def _run(project, options, run_dir, playbook_path, inventory_path, cmdline, reco
         skip_tags=options.skip_tags,
         forks=options.forks,
         cmdline=shlex.join(cmdline) or None,
-        envvars=_ansible_environment(project),
+        envvars=_ansible_environment(project, options.mitogen),
         # Extra vars and environment may hold secrets: keep them out of the run directory.
         suppress_env_files=True,
         quiet=True,
@@ -278,10 +280,11 @@ def _ansible_output(run_dir: Path) -> str:
     return "\n".join(lines[first_error or 0 :][:_MAX_ERROR_LINES])
 
 
-def _ansible_environment(project: Path) -> dict[str, str]:
+def _ansible_environment(project: Path, use_mitogen: bool = False) -> dict[str, str]:
     # The venv's bin/ holds ansible-playbook even when the venv is not activated.
     bindir = str(Path(sys.executable).parent)
     path = os.environ.get("PATH", "")
     if bindir not in path.split(os.pathsep):
         path = os.pathsep.join([bindir, path]) if path else bindir
-    return {"ANSIBLE_CONFIG": str(project / "ansible.cfg"), "PATH": path, "ANSIBLE_NOCOLOR": "1"}
+    env = {"ANSIBLE_CONFIG": str(project / "ansible.cfg"), "PATH": path, "ANSIBLE_NOCOLOR": "1"}
+    return {**env, **mitogen.environment()} if use_mitogen else env
