@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make this machine able to host the lab and run the tests: a running Docker engine, debootstrap
-# for building the node image where no container registry answers, and Debian's chromium for the
+# for building the node image where no container registry answers, an SSH client (the lab's
+# default connection), and Debian's chromium for the
 # test that opens the validation report in a real (headless) browser.
 # Does nothing where all are already there; needs root only to install or start them.
 set -euo pipefail
@@ -36,6 +37,12 @@ if ! command -v debootstrap >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
   log "installing debootstrap (node image fallback when no registry answers)"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+fi
+
+if ! command -v ssh >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  log "installing openssh-client (Ansible reaches the lab nodes over SSH, as on a real cluster)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-client >/dev/null
 fi
 
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then

@@ -3,9 +3,9 @@ against stock Ansible settings, side by side in one run.
 
 The stock configuration keeps only what is needed to find the project's roles and plugins.
 Each setting is measured on warm nodes (site.yml converged first), best of --repeat runs:
-wall time and the controller's CPU time (ansible-playbook and its forks). On the lab the
-connection is `docker exec`, so the SSH settings (pipelining, ControlPersist) do not show
-here; forks, smart gathering and the fact cache do.
+wall time and the controller's CPU time (ansible-playbook and its forks). The lab is reached
+over SSH by default, so the SSH settings (pipelining, ControlPersist) show here with forks,
+smart gathering and the fact cache; on a lab up with `--connection docker` they do not.
 
     clusterforge lab up --size medium && python bench/ansible_cfg.py [--repeat 3]
 """

@@ -32,7 +32,7 @@ def test_lab_status_lists_running_nodes_with_systemd(lab):
     assert done.stdout.count("running") >= 4  # container state and systemd state per node
 
 
-def test_lab_inventory_comes_from_its_topology_file(lab):
+def test_lab_inventory_comes_from_its_topology_file(lab, docker_client):
     done = subprocess.run(
         [str(BIN / "ansible-inventory"), "-i", str(lab["inventory"]), "--list"],
         capture_output=True,
@@ -43,8 +43,13 @@ def test_lab_inventory_comes_from_its_topology_file(lab):
     inventory = json.loads(done.stdout)
     assert inventory["compute"]["hosts"] == ["node01", "node02"]
     node = inventory["_meta"]["hostvars"]["node01"]
-    assert node["ansible_connection"] == "community.docker.docker"
-    assert node["ansible_host"] == f"clusterforge-{TEST_LAB}-node01"
+    # SSH to the node's address on the lab network (host_vars next to the topology), as the lab's sudoer.
+    container = docker_client.containers.get(f"clusterforge-{TEST_LAB}-node01")
+    network = container.attrs["NetworkSettings"]["Networks"][f"clusterforge-{TEST_LAB}"]
+    assert node["ansible_connection"] == "ssh"
+    assert node["ansible_host"] == network["IPAddress"]
+    assert node["ansible_user"] == "clusterforge"
+    assert node["clusterforge_monitoring_address"] == f"clusterforge-{TEST_LAB}-node01"
 
 
 def _newest_run_messages(lab_state: Path) -> str:

@@ -28,6 +28,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         f"default {spec.DEFAULT_SIZE} for the built-in lab topology",
     )
     lab_up.add_argument("--topology", help="the lab's topology file (default inventories/lab/lab.topology.yml)")
+    lab_up.add_argument(
+        "--connection",
+        default=spec.DEFAULT_CONNECTION,
+        choices=spec.CONNECTIONS,
+        help="how Ansible reaches the nodes: ssh (a sudoer with the lab's key, as on a real cluster; "
+        "the default) or docker (docker exec as root)",
+    )
     _add_image_options(lab_up)
     lab_image = lab_commands.add_parser("image", help="build the lab node image only")
     _add_image_options(lab_image)
@@ -73,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             # Validate before touching Docker: the file as given first, so that errors name it
             # and its lines, then (prepare) the lab's sized copy.
             load(source, links=False)
-            cluster.prepare(source, size, args.name)
+            cluster.prepare(source, size, args.name, args.connection)
         except TopologyError as exc:
             raise UsageError(str(exc)) from None
         client = engine.connect()
@@ -85,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
             lab_name=args.name,
             builder=args.builder,
             mirror=args.mirror,
+            connection=args.connection,
             log=_log,
         )
         _print_status(cluster.status(client, args.name))

@@ -12,9 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from clusterforge import stages
-from clusterforge.errors import UsageError
+from clusterforge.errors import EXIT_OK, UsageError
 from clusterforge.paths import project_dir
-from clusterforge.runner import extravars, present
+from clusterforge.runner import extravars, mitogen, present, sliced, slices
 from clusterforge.runner import playbook as runner
 from clusterforge.runner import report as run_report
 from clusterforge.runner.process import CancelOnSignal
@@ -54,6 +54,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     run.add_argument("--vault-password-file", help="file holding the Ansible Vault password")
     run.add_argument("--json", action="store_true", help="print the run summary as JSON, no progress display")
+    run.add_argument(
+        "--mitogen",
+        action="store_true",
+        help="Mitogen's linear strategy instead of Ansible's (pip install 'clusterforge[mitogen]'; see README)",
+    )
+    slicing = run.add_argument_group("fleet scale: disjoint slices of the inventory, see README")
+    sliced_options = slicing.add_mutually_exclusive_group()
+    sliced_options.add_argument(
+        "--slices",
+        type=int,
+        metavar="N",
+        help="run N ansible-playbook processes at once, each on a slice of the inventory, and merge their results",
+    )
+    sliced_options.add_argument(
+        "--slice", metavar="I/N", help="run slice I of N alone (one CI runner per slice), with a run record of its own"
+    )
     rolling = run.add_argument_group("rolling-update")
     rolling.add_argument(
         "--stage",
@@ -108,11 +124,13 @@ def run(args: argparse.Namespace) -> int:
         extra_vars=extravars.check(args.extra_var),
         clusterforge_vars=_rolling_vars(args, project),
         vault_password_file=args.vault_password_file,
+        mitogen=args.mitogen,
     )
-    recorder = RunRecorder()
-    show_changes = args.check or args.diff
-    with CancelOnSignal() as cancel, choose(recorder, console, args.json, show_changes) as progress:
-        result = runner.run_playbook(project, options, event_handler=progress, recorder=recorder, cancel=cancel)
+    if args.mitogen:
+        mitogen.environment()  # not installed: a usage error before anything runs
+    result = _run_sliced(args, project, options) if args.slices is not None else _run_one(args, project, options)
+    if result is None:
+        return EXIT_OK
     summary_path, junit_path = run_report.write(result)
     if args.json:
         # The summary.json just written: schema, run id, paths (summary, junit, artifacts), hosts.
@@ -122,6 +140,35 @@ def run(args: argparse.Namespace) -> int:
     if result.no_host_reason:
         _print_no_host_error(result)
     return result.exit_code
+
+
+def _run_one(args: argparse.Namespace, project: Path, options: runner.RunOptions) -> runner.RunResult | None:
+    """The playbook as one ansible-playbook process: on the inventory, or on slice I/N of it
+    (None for a slice without hosts: nothing to run)."""
+    piece = slices.parse_slice(args.slice) if args.slice is not None else None
+    hosts = sliced.plan(project, options, piece[1])[piece[0] - 1] if piece else None
+    if piece and not hosts:
+        Console(stderr=True).print(f"clusterforge: slice {args.slice} holds no host: nothing to run", highlight=False)
+        return None
+    recorder = RunRecorder()
+    show_changes = args.check or args.diff
+    with CancelOnSignal() as cancel, choose(recorder, console, args.json, show_changes) as progress:
+        kwargs = {"event_handler": progress, "recorder": recorder, "cancel": cancel}
+        if piece:
+            return sliced.run_one(project, options, piece[0], hosts, piece[1], **kwargs)
+        return runner.run_playbook(project, options, **kwargs)
+
+
+def _run_sliced(args: argparse.Namespace, project: Path, options: runner.RunOptions) -> runner.RunResult:
+    """N slices at once; a line as each starts and ends (their progress is in their artifacts)."""
+    slices.check_count(args.slices)
+
+    def say(text: str) -> None:
+        if not args.json:
+            _print_line(("slices ", "dim"), text)
+
+    with CancelOnSignal() as cancel:
+        return sliced.run_all(project, options, args.slices, cancel, say)
 
 
 def _rolling_vars(args: argparse.Namespace, project: Path) -> dict:
@@ -165,6 +212,9 @@ def _print_summary(result: runner.RunResult, summary_path: Path, junit_path: Pat
     if validation:
         _print_validation(validation)
     _print_line(("run ", "dim"), result.run_id)
+    for entry in result.slices if len(result.slices) > 1 else ():
+        where = present.home(entry.get("run_dir")) if entry.get("run_dir") else entry.get("error", "")
+        _print_line((f"slice {entry['slice']:<6}", "dim"), f"{entry['hosts']} hosts, {entry['status']}: {where}")
     for label, path in (("artifacts", result.run_dir), ("summary", summary_path), ("junit", junit_path)):
         _print_line((f"{label:<10}", "dim"), present.home(path))
     if validation:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from docker.errors import APIError, NotFound
 
 from clusterforge import topology
 from clusterforge.errors import EnvironmentProblem, UsageError
-from clusterforge.lab import spec
+from clusterforge.lab import access, spec
 from clusterforge.lab.image import ensure_image
 from clusterforge.paths import state_dir
 from clusterforge.topology.source import printable
@@ -35,15 +36,30 @@ class NodeStatus:
     address: str
 
 
+def lab_dir(lab_name: str) -> Path:
+    """The lab's state: its inventory, host_vars, SSH key pair and known_hosts."""
+    return state_dir() / "labs" / lab_name
+
+
 def inventory_path(lab_name: str) -> Path:
     """The lab's topology file, which is also its inventory (topology inventory plugin)."""
-    return state_dir() / "labs" / lab_name / "lab.topology.yml"
+    return lab_dir(lab_name) / "lab.topology.yml"
 
 
-def prepare(source: Path, size: str | None, lab_name: str) -> list[spec.LabHost]:
+def host_vars_dir(lab_name: str) -> Path:
+    """Next to the inventory, so Ansible reads it with it: each SSH node's address."""
+    return lab_dir(lab_name) / "host_vars"
+
+
+def prepare(
+    source: Path, size: str | None, lab_name: str, connection: str = spec.DEFAULT_CONNECTION
+) -> list[spec.LabHost]:
     """Write the lab's sized topology into the state directory and return its hosts.
     A topology that does not validate is reported and nothing is written."""
-    document = spec.sized_topology(source, size, lab_name)
+    spec.check_connection(connection)
+    spec.check_lab_name(lab_name)
+    connection_vars = access.connection_vars(lab_dir(lab_name)) if connection == "ssh" else None
+    document = spec.sized_topology(source, size, lab_name, connection_vars)
     target = inventory_path(lab_name)
     target.parent.mkdir(parents=True, exist_ok=True)
     candidate = target.with_name(".candidate.topology.yml")
@@ -68,12 +84,13 @@ def up(
     lab_name: str = "lab",
     builder: str = "auto",
     mirror: str | None = None,
+    connection: str = spec.DEFAULT_CONNECTION,
     log=print,
 ) -> Path:
     """Start (or resize) the lab described by the topology `source` and return the path of
     its inventory. Idempotent."""
     spec.check_release(release)
-    hosts = prepare(source, size, lab_name)
+    hosts = prepare(source, size, lab_name, connection)
     tag = ensure_image(client, release, builder=builder, mirror=mirror, log=log)
     network = _ensure_network(client, lab_name)
     wanted = {host.container for host in hosts}
@@ -86,7 +103,50 @@ def up(
         _ensure_container(client, host, tag, network, lab_name, log)
     for host in hosts:
         _wait_for_systemd(client.containers.get(host.container))
+    if connection == "ssh":
+        _open_ssh(client, hosts, lab_name, log)
+    else:
+        _forget_ssh_nodes(lab_name)
     return inventory_path(lab_name)
+
+
+def _open_ssh(client: docker.DockerClient, hosts: list[spec.LabHost], lab_name: str, log) -> None:
+    """Let Ansible in over SSH: the admin user and key on every node, the nodes' host keys in the
+    lab's known_hosts, and each node's address on the lab network in its host_vars."""
+    _forget_ssh_nodes(lab_name)  # nodes removed since the last up leave no address behind
+    public_key = access.ensure_key_pair(lab_dir(lab_name))
+    keys = {}
+    folder = host_vars_dir(lab_name)
+    folder.mkdir()
+    for host in hosts:
+        container = client.containers.get(host.container)
+        access.authorize(container, public_key)
+        address = _address(container, spec.network_name(lab_name))
+        keys[address] = access.host_key(container)
+        variables = {
+            "ansible_host": address,
+            # Prometheus keeps scraping by container name (Docker's DNS on the lab network): an
+            # address may change when a node is recreated, its name does not.
+            "clusterforge_monitoring_address": host.container,
+        }
+        header = "# Written by `clusterforge lab up` (SSH connection); rewritten on every run.\n"
+        (folder / f"{host.name}.yml").write_text(header + yaml.safe_dump(variables, sort_keys=False))
+    access.write_known_hosts(lab_dir(lab_name), keys)
+    log(f"SSH: {access.ADMIN_USER}@<node> with {access.key_path(lab_dir(lab_name))}, sudo for root")
+
+
+def _forget_ssh_nodes(lab_name: str) -> None:
+    """Drop the last up's node addresses and host keys (the key pair stays for the next up)."""
+    shutil.rmtree(host_vars_dir(lab_name), ignore_errors=True)
+    access.known_hosts_path(lab_dir(lab_name)).unlink(missing_ok=True)
+
+
+def _address(container, network: str) -> str:
+    container.reload()
+    address = container.attrs["NetworkSettings"]["Networks"].get(network, {}).get("IPAddress")
+    if not address:
+        raise EnvironmentProblem(f"{container.name} has no address on the network {network}")
+    return address
 
 
 def down(client: docker.DockerClient, lab_name: str = "lab", log=print) -> int:
@@ -100,6 +160,7 @@ def down(client: docker.DockerClient, lab_name: str = "lab", log=print) -> int:
     with contextlib.suppress(NotFound):
         client.networks.get(spec.network_name(lab_name)).remove()
     inventory_path(lab_name).unlink(missing_ok=True)
+    _forget_ssh_nodes(lab_name)
     return removed
 
 

@@ -20,6 +20,9 @@ from clusterforge.lab.spec import NODE_COMMAND, image_tag
 BUILDERS = ("auto", "dockerfile", "debootstrap")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 NETNS_UNIT = "clusterforge-lab-netns-sysctl.service"
+SSH_HOST_KEYS_UNIT = "clusterforge-lab-ssh-host-keys.service"
+# The image's own units and the target that wants each (their [Install] WantedBy=).
+UNITS = {NETNS_UNIT: "sysinit.target", SSH_HOST_KEYS_UNIT: "multi-user.target"}
 _CONTENT_LABEL = "org.clusterforge.lab.content"
 
 
@@ -130,7 +133,8 @@ def _build_with_debootstrap(client, release: str, tag: str, digest: str, mirror:
         if done.returncode != 0:
             tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
             raise EnvironmentProblem(f"debootstrap of {release} from {mirror} failed (rc={done.returncode}):\n{tail}")
-        _install_netns_unit(rootfs)
+        _install_units(rootfs)
+        _drop_ssh_host_keys(rootfs)
         _drop_apt_lists(rootfs)
         tarball = Path(workdir) / "rootfs.tar"
         subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tarball), "."], check=True)
@@ -143,15 +147,23 @@ def _build_with_debootstrap(client, release: str, tag: str, digest: str, mirror:
         client.api.import_image(src=str(tarball), repository=repository, tag=image_version, changes=changes)
 
 
-def _install_netns_unit(rootfs: Path) -> None:
+def _install_units(rootfs: Path) -> None:
     """What the Dockerfile's `systemctl enable` does, done on the unpacked tree."""
     units = rootfs / "etc" / "systemd" / "system"
-    shutil.copy(_image_files() / NETNS_UNIT, units / NETNS_UNIT)
-    wants = units / "sysinit.target.wants"
-    wants.mkdir(exist_ok=True)
-    link = wants / NETNS_UNIT
-    if not link.exists():
-        link.symlink_to(f"/etc/systemd/system/{NETNS_UNIT}")
+    for unit, target in UNITS.items():
+        shutil.copy(_image_files() / unit, units / unit)
+        wants = units / f"{target}.wants"
+        wants.mkdir(exist_ok=True)
+        link = wants / unit
+        if not link.is_symlink():
+            link.symlink_to(f"/etc/systemd/system/{unit}")
+
+
+def _drop_ssh_host_keys(rootfs: Path) -> None:
+    """openssh-server's postinst made host keys in the image: every node would share them.
+    Each node makes its own at first boot (SSH_HOST_KEYS_UNIT)."""
+    for key in (rootfs / "etc" / "ssh").glob("ssh_host_*"):
+        key.unlink()
 
 
 def _drop_apt_lists(rootfs: Path) -> None:

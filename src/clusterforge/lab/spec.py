@@ -16,6 +16,11 @@ IMAGE_REPOSITORY = "clusterforge/lab-node"
 # file (inventories/lab/lab.topology.yml) describes the rest.
 SIZES: dict[str, int] = {"tiny": 1, "small": 2, "medium": 4, "large": 8}
 DEFAULT_SIZE = "small"
+# How Ansible reaches the nodes: SSH as a sudoer, as on a real cluster (pipelining, ControlPersist
+# and sudo are exercised), or `docker exec` as root (community.docker.docker).
+CONNECTIONS = ("ssh", "docker")
+DEFAULT_CONNECTION = "ssh"
+DOCKER_CONNECTION_VARS = {"ansible_connection": "community.docker.docker"}
 # A lab is for trying roles, not for scale: more containers than this would starve the host.
 MAX_LAB_HOSTS = 16
 
@@ -46,6 +51,11 @@ def check_release(release: str) -> None:
         raise UsageError(f"unknown lab OS {release!r}: expected one of {', '.join(DEBIAN_RELEASES)}")
 
 
+def check_connection(connection: str) -> None:
+    if connection not in CONNECTIONS:
+        raise UsageError(f"unknown lab connection {connection!r}: expected one of {', '.join(CONNECTIONS)}")
+
+
 def check_size(size: str) -> None:
     if size not in SIZES:
         raise UsageError(f"unknown lab size {size!r}: expected one of {', '.join(SIZES)}")
@@ -56,9 +66,10 @@ def check_lab_name(name: str) -> None:
         raise UsageError(f"invalid lab name {name!r}: expected letters, digits and '-', starting with a letter")
 
 
-def sized_topology(source: Path, size: str | None, lab_name: str) -> dict:
+def sized_topology(source: Path, size: str | None, lab_name: str, connection_vars: dict | None = None) -> dict:
     """The lab's topology document: `source` with the size's compute count (when a size is
-    given) and Ansible reaching each host through its container."""
+    given) and Ansible reaching each host with `connection_vars` (default: through its container).
+    ansible_host is the container's name; an SSH lab sets each node's address in host_vars."""
     check_lab_name(lab_name)
     document, _ = load_yaml(source)  # the topology loader's limits: size, depth, encoding, repeated keys
     if not isinstance(document, dict):
@@ -68,7 +79,7 @@ def sized_topology(source: Path, size: str | None, lab_name: str) -> dict:
         document.setdefault("roles", {}).setdefault("compute", {})["count"] = SIZES[size]
     ansible = document.setdefault("ansible", {})
     ansible.setdefault("vars", {}).update(
-        ansible_connection="community.docker.docker", ansible_python_interpreter="/usr/bin/python3"
+        connection_vars or DOCKER_CONNECTION_VARS, ansible_python_interpreter="/usr/bin/python3"
     )
     ansible["host"] = container_name(lab_name, "{name}")
     return document

@@ -24,7 +24,7 @@ from clusterforge.errors import (
     EXIT_USAGE,
     UsageError,
 )
-from clusterforge.runner import artifacts, extravars, runs
+from clusterforge.runner import artifacts, extravars, mitogen, runs
 from clusterforge.runner import inventory as run_inventory
 from clusterforge.runner.process import Supervisor
 from clusterforge.runner.record import RunRecorder
@@ -79,6 +79,8 @@ class RunOptions:
     extra_vars: list[str] = field(default_factory=list)
     clusterforge_vars: dict = field(default_factory=dict)
     vault_password_file: str | None = None
+    # Mitogen's linear strategy instead of Ansible's (opt-in; see runner.mitogen and the README).
+    mitogen: bool = False
 
 
 @dataclass
@@ -95,6 +97,8 @@ class RunResult:
     # matching nothing, an unusable locale).
     ansible_output: str = ""
     options: RunOptions | None = None
+    # A sliced run (clusterforge.runner.sliced): one entry per slice, or this slice's own.
+    slices: list[dict] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -177,7 +181,10 @@ def run_playbook(
     event_handler: Callable[[dict], bool] | None = None,
     recorder: RunRecorder | None = None,
     cancel: Callable[[], bool] | None = None,
+    run_dir: Path | None = None,
 ) -> RunResult:
+    """run_dir: a new, empty directory for the run (a slice's, under its sliced run); by default
+    a new one under the state directory."""
     playbook_path = resolve_playbook(project, options.playbook)
     inventory_path = run_inventory.resolve(options.inventory)
     cmdline = [*(["--check"] if options.check else []), *(["--diff"] if options.diff else [])]
@@ -186,7 +193,7 @@ def run_playbook(
         if not vault_file.is_file():
             raise UsageError(f"vault password file not found: {vault_file}")
         cmdline += ["--vault-password-file", str(vault_file.resolve())]
-    run_dir = _new_run_dir()
+    run_dir = run_dir or new_run_dir()
     recorder = recorder or RunRecorder()
     recorder.expected_tasks = runs.previous_task_count(
         run_dir, runs.options_key(options, playbook_path, inventory_path)
@@ -233,7 +240,7 @@ def run_playbook(
     )
 
 
-def _new_run_dir() -> Path:
+def new_run_dir() -> Path:
     """A fresh directory per run keeps runs apart; private, as what runs write can hold secrets.
     Named in UTC, like the times in summary.json."""
     root = runs.runs_dir()
@@ -253,7 +260,7 @@ def _run(project, options, run_dir, playbook_path, inventory_path, cmdline, reco
         skip_tags=options.skip_tags,
         forks=options.forks,
         cmdline=shlex.join(cmdline) or None,
-        envvars=_ansible_environment(project),
+        envvars=_ansible_environment(project, options.mitogen),
         # Extra vars and environment may hold secrets: keep them out of the run directory.
         suppress_env_files=True,
         quiet=True,
@@ -273,10 +280,11 @@ def _ansible_output(run_dir: Path) -> str:
     return "\n".join(lines[first_error or 0 :][:_MAX_ERROR_LINES])
 
 
-def _ansible_environment(project: Path) -> dict[str, str]:
+def _ansible_environment(project: Path, use_mitogen: bool = False) -> dict[str, str]:
     # The venv's bin/ holds ansible-playbook even when the venv is not activated.
     bindir = str(Path(sys.executable).parent)
     path = os.environ.get("PATH", "")
     if bindir not in path.split(os.pathsep):
         path = os.pathsep.join([bindir, path]) if path else bindir
-    return {"ANSIBLE_CONFIG": str(project / "ansible.cfg"), "PATH": path, "ANSIBLE_NOCOLOR": "1"}
+    env = {"ANSIBLE_CONFIG": str(project / "ansible.cfg"), "PATH": path, "ANSIBLE_NOCOLOR": "1"}
+    return {**env, **mitogen.environment()} if use_mitogen else env

@@ -95,7 +95,7 @@ class Supervisor:
 
     def spawn(self, *args, **kwargs) -> pexpect.spawn:
         parent = os.getpid()
-        self.child = pexpect.spawn(*args, preexec_fn=lambda: _die_with(parent), **kwargs)
+        self.child = pexpect.spawn(*args, preexec_fn=lambda: die_with(parent), **kwargs)
         return self.child
 
     def _child_alive(self) -> bool:
@@ -123,8 +123,8 @@ class _PexpectWith:
 _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
 
 
-def _die_with(parent: int) -> None:
-    """Runs in the child before exec: the kernel sends it _STOP_SIGNAL when `parent` dies."""
+def die_with(parent: int) -> None:
+    """In a child (before exec, or a worker): the kernel sends it _STOP_SIGNAL when `parent` dies."""
     if _prctl is None:
         return
     _prctl(_PR_SET_PDEATHSIG, int(_STOP_SIGNAL), 0, 0, 0)

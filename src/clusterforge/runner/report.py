@@ -100,6 +100,8 @@ def summary(result: RunResult) -> dict[str, Any]:
         "messages": [message.as_dict() for message in record.messages],
         "tasks_run": record.tasks_started,
         "tasks": [task.as_dict() for task in record.tasks],
+        # A sliced run's slices (each with its own run directory), or the one slice this run is.
+        "slices": result.slices,
         "options": runs.options_key(options, Path(str(result.playbook)), Path(str(result.inventory)))
         if options
         else None,

@@ -24,12 +24,32 @@ def test_every_size_sets_the_compute_count(project, state_dir, size):
     assert len({h.name for h in hosts}) == len(hosts)
 
 
-def test_lab_topology_is_the_inventory_and_reaches_containers(project, state_dir):
+def test_lab_topology_is_the_inventory_and_reaches_nodes_over_ssh_by_default(project, state_dir):
     _lab_hosts(project, state_dir, "tiny", name="other")
     written = yaml.safe_load(cluster.inventory_path("other").read_text())
     assert written["plugin"] == "topology"
     assert written["ansible"]["host"] == "clusterforge-other-{name}"
-    assert written["ansible"]["vars"]["ansible_connection"] == "community.docker.docker"
+    variables = written["ansible"]["vars"]
+    lab = state_dir / "labs" / "other"
+    assert variables["ansible_connection"] == "ssh"
+    assert variables["ansible_user"] == "clusterforge"
+    assert variables["ansible_become_method"] == "sudo"
+    assert "ansible_become" not in variables  # would override the tasks' `become: false`
+    assert variables["ansible_ssh_private_key_file"] == str(lab / "id_ed25519")
+    assert variables["ansible_ssh_common_args"] == f"-o UserKnownHostsFile={lab / 'known_hosts'}"
+    assert variables["ansible_python_interpreter"] == "/usr/bin/python3"
+
+
+def test_docker_connection_stays_an_option(project, state_dir):
+    cluster.prepare(project / "inventories/lab/lab.topology.yml", "tiny", "other", "docker")
+    variables = yaml.safe_load(cluster.inventory_path("other").read_text())["ansible"]["vars"]
+    assert variables["ansible_connection"] == "community.docker.docker"
+    assert not {"ansible_user", "ansible_ssh_private_key_file", "ansible_become_method"} & set(variables)
+
+
+def test_unknown_connection_names_the_known_ones(project, state_dir):
+    with pytest.raises(UsageError, match=r"unknown lab connection 'winrm': expected one of ssh, docker"):
+        cluster.prepare(project / "inventories/lab/lab.topology.yml", "tiny", "lab", "winrm")
 
 
 def test_unknown_size_names_the_known_ones(project, state_dir):
