@@ -21,8 +21,22 @@ def _plays(path: Path) -> list[dict]:
     return yaml.safe_load(path.read_text())
 
 
+def _role_entries(play: dict) -> list[tuple[str, dict]]:
+    """The stage roles a play applies, in order, each with its entry: listed under roles:, or
+    included by a task applying it where the host_roles variable lists it (a host skips a role it
+    does not get in one task). Other included roles (preflight's gpu_stack_check) are no stage's."""
+    listed = [(entry["role"], entry) if isinstance(entry, dict) else (entry, {}) for entry in play.get("roles", [])]
+    included = [
+        (task["ansible.builtin.include_role"]["name"], task)
+        for task in play.get("tasks", [])
+        if "ansible.builtin.include_role" in task
+        and str(task.get("when", "")).startswith(f"'{task['ansible.builtin.include_role']['name']}' in ")
+    ]
+    return listed + included
+
+
 def _roles(play: dict) -> list[str]:
-    return [entry["role"] if isinstance(entry, dict) else entry for entry in play.get("roles", [])]
+    return [name for name, _ in _role_entries(play)]
 
 
 def _gate_stage(play: dict) -> str | None:
@@ -67,8 +81,10 @@ def test_a_stage_with_host_roles_applies_each_role_only_where_that_variable_list
     """The stage playbook and rolling_update.yml read the same variable, from a vars file both load."""
     plays = _plays(PROJECT / "playbooks" / f"{stage.name}.yml")
     for play in plays:
-        for entry in play["roles"]:
-            assert entry["when"] == f"'{entry['role']}' in {stage.host_roles}", entry
+        entries = _role_entries(play)
+        assert entries
+        for name, entry in entries:
+            assert entry["when"] == f"'{name}' in {stage.host_roles}", entry
     rolling = _plays(PROJECT / "playbooks" / "rolling_update.yml")[0]
     defining = [
         f for f in plays[0]["vars_files"] if stage.host_roles in yaml.safe_load((PROJECT / "playbooks" / f).read_text())
