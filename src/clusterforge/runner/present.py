@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import hostlist
+
 from clusterforge.runner.record import TaskRecord
 
 # "<prefix><PCI bus id>: <note>", one part of a "; "-joined message (gpu_judge's per-GPU notes).
@@ -82,12 +84,13 @@ def task_counts(task: TaskRecord) -> str:
 
 
 def group_messages(messages) -> list[tuple[list[str], str, str]]:
-    """The same text from many hosts once: (hosts, task, text), in the order first seen."""
+    """The same text from many hosts once: (hosts, task, text), texts in the order first seen,
+    hosts sorted by name (node2 before node10): forks finish in any order, the display does not."""
     grouped: dict[tuple[str, str, str], list[str]] = {}
     for message in messages:
         grouped.setdefault((message.task, message.kind, message.text), []).append(message.host)
     return [
-        (hosts, task, text if kind == "debug" else f"failed (ignored): {text}")
+        (hostlist.numerically_sorted(hosts), task, text if kind == "debug" else f"failed (ignored): {text}")
         for (task, kind, text), hosts in grouped.items()
     ]
 

@@ -27,6 +27,15 @@ def test_debug_messages_and_ignored_failures_are_kept_for_the_operator():
     assert grouped[1][2] == "failed (ignored): node02: not fatal"
 
 
+def test_grouped_hosts_are_listed_by_name_whatever_order_they_finished_in():
+    recorder = RunRecorder()
+    for item in [play("p"), task("t")] + [
+        ok(host, "t", "ansible.builtin.debug", msg="same") for host in ("node10", "beta", "node2", "alpha")
+    ]:
+        recorder(item)
+    assert present.group_messages(recorder.messages) == [(["alpha", "beta", "node2", "node10"], "t", "same")]
+
+
 def test_debug_var_lists_and_loops_become_text():
     recorder = RunRecorder()
     for item in [
