@@ -11,6 +11,11 @@ from pathlib import Path
 _CENSORED = "(output of a no_log task removed by clusterforge)"
 
 
+def open_private(path: Path, mode: str, **kwargs):
+    """A file of a run, created (or emptied) readable by the user alone."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), mode, **kwargs)
+
+
 def make_private(run_dir: Path) -> None:
     """Only the user may read a run: its output can hold host details and secrets."""
     for root, _dirs, files in os.walk(run_dir):

@@ -61,9 +61,15 @@ class MergedRunResult(RunResult):
 
 
 def merge(
-    results: list[RunResult], run_dir: Path, options: RunOptions, elapsed: float, slices: list[dict]
+    results: list[RunResult],
+    run_dir: Path,
+    options: RunOptions,
+    elapsed: float,
+    slices: list[dict],
+    error_codes: list[int] | None = None,
 ) -> MergedRunResult:
-    """The slices' results (disjoint hosts) as one run in run_dir."""
+    """The slices' results (disjoint hosts) as one run in run_dir; error_codes: the exit codes of
+    slices that ended without a result, which count towards the worst."""
     first = results[0]
     hosts = sorted((host for result in results for host in result.hosts), key=lambda h: h.host)
     return MergedRunResult(
@@ -78,7 +84,7 @@ def merge(
         ansible_output="" if hosts else "\n".join(filter(None, (r.ansible_output for r in results))),
         options=options,
         slices=slices,
-        combined_exit_code=slices_exit_code(results),
+        combined_exit_code=worst_exit_code([slices_exit_code(results), *(error_codes or [])]),
     )
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clusterforge.runner import runs
+from clusterforge.runner import artifacts, runs
 from clusterforge.text import xml_safe
 
 if TYPE_CHECKING:
@@ -146,16 +145,12 @@ def junit(result: RunResult) -> ET.ElementTree:
 def write(result: RunResult) -> tuple[Path, Path]:
     """Both files, readable by the user alone (failure messages can tell much about hosts)."""
     summary_path = result.run_dir / "summary.json"
-    with _private(summary_path, "w") as file:
+    with artifacts.open_private(summary_path, "w") as file:
         file.write(json.dumps(summary(result), indent=2) + "\n")
     junit_path = result.run_dir / "junit.xml"
-    with _private(junit_path, "wb") as file:
+    with artifacts.open_private(junit_path, "wb") as file:
         junit(result).write(file, encoding="utf-8", xml_declaration=True)
     return summary_path, junit_path
-
-
-def _private(path: Path, mode: str):
-    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), mode)
 
 
 def _iso(timestamp: float) -> str:

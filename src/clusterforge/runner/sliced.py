@@ -120,12 +120,8 @@ def run_all(
     entries = sorted(entries + empty, key=lambda entry: entry["index"])
     if not results:
         raise next(error for *_rest, error in outcomes if error is not None)
-    merged = merge.merge(results, run_dir, options, time.monotonic() - started, entries)
-    errors = [error for *_rest, error in outcomes if error is not None]
-    if errors:
-        codes = [merged.combined_exit_code, *(getattr(e, "exit_code", EXIT_ENVIRONMENT) for e in errors)]
-        merged.combined_exit_code = merge.worst_exit_code(codes)
-    return merged
+    error_codes = [getattr(error, "exit_code", EXIT_ENVIRONMENT) for *_rest, error in outcomes if error is not None]
+    return merge.merge(results, run_dir, options, time.monotonic() - started, entries, error_codes)
 
 
 def _collect(waiting, count, cancel, say) -> list[tuple[int, int, runner.RunResult | None, Exception | None]]:
@@ -139,7 +135,7 @@ def _collect(waiting, count, cancel, say) -> list[tuple[int, int, runner.RunResu
             try:
                 result, error = receive.recv()
             except (EOFError, OSError):
-                worker.join()
+                worker.join()  # its exit status, for the error
                 result = None
                 status = worker.exitcode
                 error = EnvironmentProblem(f"slice {index}/{count} ended without a result (exit status {status})")

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterforge.errors import UsageError
+from clusterforge.runner import artifacts
 from clusterforge.topology import groups
 
 COMPUTE_GROUP = "compute"
@@ -177,6 +178,6 @@ def load_inventory(project: Path, inventory: Path, limit: str | None = None) -> 
 def write_limit_file(path: Path, hosts: list[str]) -> str:
     """The file `--limit @FILE` reads (a host per line; private, like the run directory); returns
     the limit argument."""
-    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as file:
+    with artifacts.open_private(path, "w", encoding="utf-8") as file:
         file.write("".join(f"{host}\n" for host in hosts))
     return f"@{path}"
