@@ -286,5 +286,15 @@ def _ansible_environment(project: Path, use_mitogen: bool = False) -> dict[str, 
     path = os.environ.get("PATH", "")
     if bindir not in path.split(os.pathsep):
         path = os.pathsep.join([bindir, path]) if path else bindir
-    env = {"ANSIBLE_CONFIG": str(project / "ansible.cfg"), "PATH": path, "ANSIBLE_NOCOLOR": "1"}
+    # ansible-runner sets ANSIBLE_CALLBACK_PLUGINS to its own directory, which would hide
+    # ansible.cfg's callback_plugins: name the project's here, and it appends its own.
+    callbacks = os.pathsep.join(
+        filter(None, [str(project / "plugins/callback"), os.environ.get("ANSIBLE_CALLBACK_PLUGINS")])
+    )
+    env = {
+        "ANSIBLE_CONFIG": str(project / "ansible.cfg"),
+        "ANSIBLE_CALLBACK_PLUGINS": callbacks,
+        "PATH": path,
+        "ANSIBLE_NOCOLOR": "1",
+    }
     return {**env, **mitogen.environment()} if use_mitogen else env
