@@ -19,12 +19,23 @@ per fork). Per host-task, a host-task being one task's result on one host. Then,
 the tasks each host ran (bench/fleet_plugins/callback/fleet_tasks.py) and a paper estimate for
 10,000 nodes. Target: project settings' controller CPU per host-task <= 0.5x stock.
 
+With --lab the same figures come from a lab of its own reached over SSH (brought up, converged
+with site.yml, measured, removed): real re-runs of every stage, not check mode, so the gpu,
+containers, storage, slurm and kubernetes stages count too, and controller CPU is the
+controller's alone (the modules run in the nodes' containers, not in the measured process tree),
+with SSH's costs (pipelining, ControlPersist) in it.
+
+Settings: the project's ansible.cfg; the same without its fork_warmup callback (what that plugin
+saves); stock Ansible (an empty config); the project's with Mitogen's strategy.
+
     python bench/fleet.py [--hosts 4] [--no-mitogen] [--json out.json]
+    python bench/fleet.py --lab [--size small] [--no-mitogen] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -45,6 +56,7 @@ PLUGINS = HERE / "fleet_plugins"
 TARGET_RATIO = 0.5
 FLEET = 10_000
 SAMPLE_S = 0.1
+LAB = "cffleet"
 
 
 def pss_of_tree(processes: Iterable[psutil.Process]) -> int:
@@ -143,13 +155,13 @@ def write_inventory(workdir: Path, hosts: int) -> list[Path]:
     return [inventory]
 
 
-def environment(workdir: Path, config: Path, extra: dict[str, str]) -> dict[str, str]:
+def environment(
+    workdir: Path, config: Path, extra: dict[str, str], without: tuple[str, ...] = (), inventory: str = "yaml"
+) -> dict[str, str]:
     """Where the project's roles and plugins are (the same for every setting: paths, not tuning),
-    the bench's fact module and callback, and the setting under test."""
-    callbacks = "fleet_tasks"
-    if config == PROJECT / "ansible.cfg":
-        parsed = _cfg_value(config, "callbacks_enabled")
-        callbacks = f"{parsed},{callbacks}" if parsed else callbacks
+    the bench's fact module and callback, and the setting under test (its config's callbacks but
+    those named in `without`)."""
+    callbacks = ",".join(callbacks_enabled(config, without)) if config == PROJECT / "ansible.cfg" else "fleet_tasks"
     return {
         **os.environ,
         "ANSIBLE_CONFIG": str(config),
@@ -159,13 +171,19 @@ def environment(workdir: Path, config: Path, extra: dict[str, str]) -> dict[str,
         "ANSIBLE_INVENTORY_PLUGINS": str(PROJECT / "plugins/inventory"),
         "ANSIBLE_FILTER_PLUGINS": str(PROJECT / "plugins/filter"),
         "ANSIBLE_DOC_FRAGMENT_PLUGINS": str(PROJECT / "plugins/doc_fragments"),
-        "ANSIBLE_INVENTORY_ENABLED": "yaml",
+        "ANSIBLE_INVENTORY_ENABLED": inventory,
         "ANSIBLE_CALLBACK_PLUGINS": f"{PROJECT / 'plugins/callback'}:{PLUGINS / 'callback'}",
         "ANSIBLE_CALLBACKS_ENABLED": callbacks,
         "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(workdir / "facts"),
         "ANSIBLE_NOCOLOR": "1",
         **extra,
     }
+
+
+def callbacks_enabled(config: Path, without: tuple[str, ...] = ()) -> list[str]:
+    """The config's callbacks_enabled but those named in `without`, then the bench's fleet_tasks."""
+    kept = [name.strip() for name in _cfg_value(config, "callbacks_enabled").split(",") if name.strip()]
+    return [*(name for name in kept if name not in without), "fleet_tasks"]
 
 
 def _cfg_value(config: Path, key: str) -> str:
@@ -176,11 +194,15 @@ def _cfg_value(config: Path, key: str) -> str:
     return parser.get("defaults", key, fallback="")
 
 
-def run_site(workdir: Path, inventory: list[Path], env: dict[str, str], name: str) -> dict:
-    """One `ansible-playbook site.yml --check`: wall, CPU of the whole tree and of the main process,
-    peak PSS, and the callback's plays."""
+def run_site(
+    workdir: Path, inventory: list[Path], env: dict[str, str], name: str, check: bool = True, idempotent: bool = True
+) -> dict:
+    """One `ansible-playbook site.yml` (`--check` unless told otherwise): wall, CPU of the whole tree
+    and of the main process, peak PSS, and the callback's plays. A real re-run (idempotent) must
+    change nothing."""
     plays_file = workdir / f"{name}.plays.json"
-    command = [str(BIN / "ansible-playbook"), *(f"-i{path}" for path in inventory), "site.yml", "--check"]
+    command = [str(BIN / "ansible-playbook"), *(f"-i{path}" for path in inventory), "site.yml"]
+    command += ["--check"] if check else []
     log = workdir / f"{name}.log"
     start = time.perf_counter()
     with log.open("w") as output:
@@ -196,7 +218,10 @@ def run_site(workdir: Path, inventory: list[Path], env: dict[str, str], name: st
     wall = time.perf_counter() - start
     if process.returncode != 0:
         raise SystemExit(f"site.yml --check failed ({name}, exit {process.returncode}):\n{log.read_text()[-4000:]}")
-    plays = json.loads(plays_file.read_text())
+    plays = json.loads(plays_file.read_text())["plays"]
+    changed = {host for play in plays for host, count in play["changed"].items() if count}
+    if not check and idempotent and changed:
+        raise SystemExit(f"the re-run ({name}) changed something on {sorted(changed)}: not idempotent; see {log}")
     return {
         "wall_s": wall,
         "cpu_s": usage.ru_utime + usage.ru_stime,
@@ -244,9 +269,28 @@ def table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def lab_nodes(workdir: Path, size: str):
+    """A lab of its own (SSH, the lab's default connection), removed afterwards: its inventory."""
+    env = {**os.environ, "CLUSTERFORGE_STATE_DIR": str(workdir / "state")}
+
+    def lab(*args: str) -> None:
+        command = [sys.executable, "-m", "clusterforge.cli", "lab", *args, "--name", LAB]
+        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+
+    lab("down")
+    lab("up", "--size", size)
+    try:
+        yield [workdir / "state" / "labs" / LAB / "lab.topology.yml"]
+    finally:
+        lab("down")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hosts", type=int, default=4, help="simulated nodes (default 4)")
+    parser.add_argument("--lab", action="store_true", help="measure on a lab of its own over SSH instead")
+    parser.add_argument("--size", default="small", help="with --lab: its size (default small)")
     parser.add_argument("--no-mitogen", action="store_true", help="leave Mitogen out")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
@@ -255,28 +299,46 @@ def main() -> int:
     sys.path.insert(0, str(PROJECT / "src"))
     from clusterforge.runner import mitogen
 
-    settings = {"project": (PROJECT / "ansible.cfg", {}), "stock": (None, {})}
+    project = PROJECT / "ansible.cfg"
+    settings = {
+        "project": (project, {}, ()),
+        "project-no-warmup": (project, {}, ("fork_warmup",)),
+        "stock": (None, {}, ()),
+    }
     if not args.no_mitogen:
-        settings["project+mitogen"] = (PROJECT / "ansible.cfg", mitogen.environment())
+        settings["project+mitogen"] = (project, mitogen.environment(), ())
+    plugins = "topology,yaml" if args.lab else "yaml"
     results, failures = {}, {}
     with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
         workdir = Path(tmp)
-        inventory = write_inventory(workdir, args.hosts)
         empty = workdir / "stock.cfg"
         empty.write_text("")
-        for name, (config, extra) in settings.items():
-            env = environment(workdir, config or empty, extra)
-            try:
-                run_site(workdir, inventory, env, f"{name}-warmup")
-                results[name] = run_site(workdir, inventory, env, name)
-            except SystemExit as failed:
-                if name != "project+mitogen":
-                    raise
-                # Reported, not hidden: Mitogen's failure on this ansible-core is a finding.
-                failures[name] = str(failed)[-1500:]
-            print(f"measured {name}", file=sys.stderr)
+        nodes = (
+            lab_nodes(workdir, args.size) if args.lab else contextlib.nullcontext(write_inventory(workdir, args.hosts))
+        )
+        with nodes as inventory:
+            if args.lab:
+                # Converged once with the project's settings: every setting then measures a re-run.
+                env = environment(workdir, project, {}, inventory=plugins)
+                run_site(workdir, inventory, env, "converge", check=False, idempotent=False)
+            for name, (config, extra, without) in settings.items():
+                env = environment(workdir, config or empty, extra, without, plugins)
+                try:
+                    if not args.lab:
+                        run_site(workdir, inventory, env, f"{name}-warmup")
+                    results[name] = run_site(workdir, inventory, env, name, check=not args.lab)
+                except SystemExit as failed:
+                    if name != "project+mitogen":
+                        raise
+                    # Reported, not hidden: Mitogen's failure on this ansible-core is a finding.
+                    failures[name] = str(failed)[-1500:]
+                print(f"measured {name}", file=sys.stderr)
+    hosts = len({host for play in results["project"]["plays"] for host in play["tasks"]})
     stages = stage_of_plays(PROJECT)
-    print(f"site.yml --check, idempotent re-run, {args.hosts} simulated hosts (local connection), forks as configured")
+    if args.lab:
+        print(f"site.yml, idempotent re-run, lab of {hosts} nodes over SSH ({args.size}), forks as configured")
+    else:
+        print(f"site.yml --check, idempotent re-run, {hosts} simulated hosts (local connection), forks as configured")
     rows = []
     for name, figures in results.items():
         per_task = per_host_task(figures)
@@ -299,12 +361,16 @@ def main() -> int:
             ["setting", "host-tasks", "wall s", "cpu s", "main s", "PSS MiB", "cpu ms/ht", "main ms/ht", "PSS KiB/ht"],
         )
     )
-    ratio = per_host_task(results["project"])["cpu_ms"] / per_host_task(results["stock"])["cpu_ms"]
-    verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
-    print(f"ratio project/stock, controller CPU per host-task: {ratio:.2f} (target <= {TARGET_RATIO}: {verdict})")
-    if "project+mitogen" in results:
-        mitogen_ratio = results["project+mitogen"]["cpu_s"] / results["project"]["cpu_s"]
-        print(f"ratio mitogen/project, controller CPU: {mitogen_ratio:.2f}")
+    stock = per_host_task(results["stock"])["cpu_ms"]
+    for name in results:
+        if name != "stock":
+            ratio = per_host_task(results[name])["cpu_ms"] / stock
+            verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
+            print(
+                f"ratio {name}/stock, controller CPU per host-task: {ratio:.2f} (target <= {TARGET_RATIO}: {verdict})"
+            )
+    warmup = results["project"]["cpu_s"] / results["project-no-warmup"]["cpu_s"]
+    print(f"ratio project/project-no-warmup, controller CPU (what fork_warmup saves): {warmup:.2f}")
     print("\nper stage (project settings): tasks each host ran, host-tasks, would-change, CPU")
     project_stages = per_stage(results["project"]["plays"], stages)
     stock_stages = per_stage(results["stock"]["plays"], stages)
@@ -329,11 +395,12 @@ def main() -> int:
     for name, message in failures.items():
         print(f"\n{name} FAILED (not measured):\n{message}")
     print("\npaper estimate from the project settings' figures:")
-    print("\n".join(estimate(results["project"], args.hosts)))
+    print("\n".join(estimate(results["project"], hosts)))
     if args.json:
         figures = {name: {k: v for k, v in f.items() if k != "plays"} for name, f in results.items()}
         Path(args.json).write_text(
-            json.dumps({"hosts": args.hosts, "settings": figures, "stages": project_stages}, indent=2) + "\n"
+            json.dumps({"hosts": hosts, "lab": args.lab, "settings": figures, "stages": project_stages}, indent=2)
+            + "\n"
         )
     return 0
 

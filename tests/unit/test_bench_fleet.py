@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import psutil
 import pytest
@@ -60,3 +64,43 @@ def test_every_stage_play_maps_to_its_stage(fleet):
     mapping = fleet.stage_of_plays(PROJECT)
     assert mapping["Preflight checks on every node"] == "preflight"
     assert "validate" in mapping.values()
+
+
+def test_a_setting_keeps_the_projects_callbacks_but_those_left_out(fleet, tmp_path):
+    project = PROJECT / "ansible.cfg"
+    assert fleet.callbacks_enabled(project) == ["ansible.posix.profile_tasks", "fork_warmup", "fleet_tasks"]
+    assert fleet.callbacks_enabled(project, without=("fork_warmup",)) == ["ansible.posix.profile_tasks", "fleet_tasks"]
+    env = fleet.environment(tmp_path, project, {}, ("fork_warmup",), "topology,yaml")
+    assert env["ANSIBLE_CALLBACKS_ENABLED"] == "ansible.posix.profile_tasks,fleet_tasks"
+    assert env["ANSIBLE_INVENTORY_ENABLED"] == "topology,yaml"
+    # The project's callback directory first: fork_warmup is found wherever it is enabled.
+    assert env["ANSIBLE_CALLBACK_PLUGINS"].split(":")[0] == str(PROJECT / "plugins/callback")
+    stock = fleet.environment(tmp_path, tmp_path / "stock.cfg", {})
+    assert stock["ANSIBLE_CALLBACKS_ENABLED"] == "fleet_tasks"
+
+
+def test_the_callback_writes_a_file_per_process_into_a_directory(tmp_path):
+    """bench/slices.py's way: each slice's ansible-playbook writes PID.json with its plays and its
+    own CPU."""
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        "- name: Two steps\n  hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - name: One\n      ansible.builtin.set_fact:\n        one: 1\n"
+        "    - name: Two\n      ansible.builtin.set_fact:\n        two: 2\n"
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {
+        **os.environ,
+        "ANSIBLE_CALLBACK_PLUGINS": str(PROJECT / "bench/fleet_plugins/callback"),
+        "ANSIBLE_CALLBACKS_ENABLED": "fleet_tasks",
+        "FLEET_TASKS_OUT": str(out),
+    }
+    ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
+    done = subprocess.run([str(ansible_playbook), str(playbook)], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (written,) = out.glob("*.json")
+    recorded = json.loads(written.read_text())
+    assert written.stem.isdigit()
+    assert [play["tasks"] for play in recorded["plays"]] == [{"localhost": 2}]
+    assert recorded["main_cpu_s"] >= sum(play["main_cpu_s"] for play in recorded["plays"]) > 0

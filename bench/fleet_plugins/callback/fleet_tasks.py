@@ -1,7 +1,8 @@
 """bench/fleet.py's callback: per play (stage), the tasks each host ran, and the play's wall
-time and controller CPU (this process, and its reaped worker processes), written as JSON to
-$FLEET_TASKS_OUT when the run ends. A notification callback: the stdout callback stays as
-configured, so the settings under test are unchanged."""
+time and controller CPU (this process, and its reaped worker processes), and this process's own
+CPU since it started, written as JSON to $FLEET_TASKS_OUT when the run ends (to PID.json in it
+when it is a directory, as bench/slices.py has it for the slices of one run). A notification
+callback: the stdout callback stays as configured, so the settings under test are unchanged."""
 
 import json
 import os
@@ -79,5 +80,7 @@ class CallbackModule(CallbackBase):
         self._close_play()
         out = os.environ.get("FLEET_TASKS_OUT")
         if out:
-            with open(out, "w") as handle:
-                json.dump(self.plays, handle)
+            # A directory: one file per ansible-playbook process (the slices of one run).
+            path = os.path.join(out, f"{os.getpid()}.json") if os.path.isdir(out) else out
+            with open(path, "w") as handle:
+                json.dump({"plays": self.plays, "main_cpu_s": cpu()[0]}, handle)
