@@ -33,6 +33,8 @@ def test_ansible_builder_creates_the_build_context(tmp_path):
     containerfile = (context / "Containerfile").read_text()
     final_stage = containerfile.split("FROM base as final", 1)[1]
     assert "pip3 install --no-deps /tmp/clusterforge-src" in final_stage
+    # ansible.cfg's callbacks (fork_warmup) stay found under AWX's runner, which appends its own.
+    assert "ENV ANSIBLE_CALLBACK_PLUGINS=/runner/project/plugins/callback" in final_stage
     build = context / "_build"
     assert (build / "clusterforge" / "pyproject.toml").is_file()
     assert (build / "clusterforge" / "src" / "clusterforge" / "topology" / "__init__.py").is_file()
