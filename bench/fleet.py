@@ -217,7 +217,7 @@ def run_site(
         process.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     if process.returncode != 0:
-        raise SystemExit(f"site.yml --check failed ({name}, exit {process.returncode}):\n{log.read_text()[-4000:]}")
+        raise SystemExit(f"site.yml failed ({name}, exit {process.returncode}, log {log}):\n{failure_lines(log)}")
     plays = json.loads(plays_file.read_text())["plays"]
     changed = {host for play in plays for host, count in play["changed"].items() if count}
     if not check and idempotent and changed:
@@ -230,6 +230,14 @@ def run_site(
         "host_tasks": sum(sum(play["tasks"].values()) for play in plays),
         "plays": plays,
     }
+
+
+def failure_lines(log: Path, limit: int = 12) -> str:
+    """What went wrong, from a run's log: its fatal and error lines (the per-task timing lines that
+    end the log would hide them), else the log's end."""
+    lines = log.read_text(errors="replace").splitlines()
+    found = [line[:400] for line in lines if line.startswith(("fatal:", "ERROR", "[ERROR]")) or "FAILED!" in line]
+    return "\n".join(found[:limit]) or "\n".join(lines[-limit:])
 
 
 def per_host_task(figures: dict) -> dict:
@@ -388,6 +396,7 @@ def main() -> int:
                     f"{stage_cpu(stock_stages.get(stage, {})):.1f}",
                 ]
                 for stage, s in project_stages.items()
+                if s["hosts"]  # stages whose plays matched no host (not measured on simulated hosts)
             ],
             ["stage", "tasks/host", "host-tasks", "changed", "cpu s", "stock cpu s"],
         )

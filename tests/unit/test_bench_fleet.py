@@ -104,3 +104,16 @@ def test_the_callback_writes_a_file_per_process_into_a_directory(tmp_path):
     assert written.stem.isdigit()
     assert [play["tasks"] for play in recorded["plays"]] == [{"localhost": 2}]
     assert recorded["main_cpu_s"] >= sum(play["main_cpu_s"] for play in recorded["plays"]) > 0
+
+
+def test_a_failed_run_is_reported_by_its_fatal_lines_not_the_timing_at_its_end(fleet, tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(
+        "TASK [apt] ***\n"
+        'fatal: [node00001]: FAILED! => {"msg": "AttributeError: _module_fqn"}\n'
+        "PLAY RECAP ***\n" + "os_tuning : Some task ---- 0.21s\n" * 30
+    )
+    assert fleet.failure_lines(log) == 'fatal: [node00001]: FAILED! => {"msg": "AttributeError: _module_fqn"}'
+    quiet = tmp_path / "quiet.log"
+    quiet.write_text("".join(f"line {n}\n" for n in range(20)))
+    assert fleet.failure_lines(quiet, limit=2) == "line 18\nline 19"
