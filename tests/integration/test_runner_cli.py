@@ -50,6 +50,9 @@ def test_success_writes_summary_and_junit(tmp_path, env):
     cases = suites.findall("./testsuite/testcase")
     assert sorted(case.get("name") for case in cases) == ["alpha", "beta"]
     assert not suites.findall(".//failure")
+    # ansible.cfg's callbacks were all found under ansible-runner (it sets a callback path of its own).
+    output = "".join(path.read_text() for path in run_dir.glob("artifacts/*/stdout"))
+    assert "TASK" in output and "Skipping callback plugin" not in output + done.stderr
 
 
 def test_a_failing_host_gives_exit_2_and_a_junit_failure(tmp_path, env):
