@@ -22,9 +22,10 @@ description:
   - "At playbook start, Jinja's filter and test plugins: the first filter a worker templates
     otherwise loads every filter and test module in that worker."
   - At each task's start, the task's action plugin (imported once, then inherited by every worker).
-  - "At each play's start, a garbage collection and C(gc.freeze()): the objects the main process
-    holds then are out of the collector's reach in the workers, whose collections would otherwise
-    walk them and so copy their pages. Objects made later stay collectable."
+  - "At each play's start, a full garbage collection (the last play's frozen objects thawed first)
+    and C(gc.freeze()): the objects the main process holds then are out of the collector's reach
+    in the workers, whose collections would otherwise walk them and so copy their pages. Nothing
+    stays frozen past the next play, so no garbage outlives it."
   - Changes no result and prints nothing; a plugin that cannot be loaded here is left to the worker,
     which reports it as it always does.
 requirements: [enable in callbacks_enabled (clusterforge's ansible.cfg does)]
@@ -49,8 +50,10 @@ class CallbackModule(CallbackBase):
         self._preload_action("ansible.builtin.normal")
 
     def v2_playbook_on_play_start(self, play):
-        # Collect first, so the freeze keeps no garbage alive; once per play, not per task, since a
-        # full collection walks the whole heap.
+        # Frozen objects are never collected: thaw what the last play froze and collect the whole
+        # heap first, so a freeze keeps no garbage alive for the rest of the run (the previous
+        # play's cycles included). Once per play, not per task: a full collection walks the heap.
+        gc.unfreeze()
         gc.collect()
         gc.freeze()
 

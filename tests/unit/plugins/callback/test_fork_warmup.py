@@ -35,6 +35,18 @@ warm.v2_playbook_on_task_start(types.SimpleNamespace(action="ansible.builtin.tem
 warm.v2_playbook_on_task_start(types.SimpleNamespace(action="ansible.builtin.apt", collections=None), False)
 state("after")
 
+# The next play thaws and collects what the last one froze: a cycle that became garbage meanwhile is freed.
+import weakref
+class Node: pass
+cycle = Node(); cycle.self = cycle
+alive = weakref.ref(cycle)
+warm.v2_playbook_on_play_start(None)   # frozen while still in use
+del cycle
+gc.collect()
+print("kept while frozen", alive() is not None)
+warm.v2_playbook_on_play_start(None)
+print("freed at the next play", alive() is None)
+
 # A worker is a fork: what it then asks of the loaders is already there, nothing is imported again.
 import os
 from ansible.plugins.loader import action_loader, filter_loader, test_loader
@@ -59,11 +71,13 @@ def _probe() -> list[str]:
 
 
 def test_filters_tests_and_the_tasks_action_are_loaded_and_the_heap_frozen():
-    before, after, fork = _probe()
+    before, after, kept, freed, fork = _probe()
     assert before == "before False False False False"
     # A module without an action plugin of its own (apt) finds none, quietly: its tasks use `normal`.
     assert after == "after True True True True"
     assert fork == "imported in the fork 0"
+    # Frozen garbage is not kept past the next play's start.
+    assert (kept, freed) == ("kept while frozen True", "freed at the next play True")
 
 
 def test_ansible_cfg_loads_it(tmp_path):
