@@ -117,3 +117,10 @@ def test_a_failed_run_is_reported_by_its_fatal_lines_not_the_timing_at_its_end(f
     quiet = tmp_path / "quiet.log"
     quiet.write_text("".join(f"line {n}\n" for n in range(20)))
     assert fleet.failure_lines(quiet, limit=2) == "line 18\nline 19"
+
+
+def test_of_repeated_runs_the_one_with_least_cpu_is_kept(fleet):
+    first, noisy, quiet = {"cpu_s": 10.0}, {"cpu_s": 12.0}, {"cpu_s": 9.0}
+    assert fleet.least_cpu(None, first) is first
+    assert fleet.least_cpu(first, noisy) is first
+    assert fleet.least_cpu(first, quiet) is quiet
