@@ -96,6 +96,7 @@ def test_ansible_cfg_loads_it(tmp_path):
         )
     )
     env = {**os.environ, "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     env.pop("ANSIBLE_CALLBACK_PLUGINS", None)
     done = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-vvvvvv", str(playbook)],
@@ -107,8 +108,9 @@ def test_ansible_cfg_loads_it(tmp_path):
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
-    assert f"Loading callback plugin fork_warmup of type aggregate, v2.0 from {PROJECT}/plugins/callback" in output
-    assert "Skipping callback plugin 'fork_warmup'" not in output
+    for name in ("fork_warmup", "jinja_code_cache"):
+        assert f"Loading callback plugin {name} of type aggregate, v2.0 from {PROJECT}/plugins/callback" in output
+        assert f"Skipping callback plugin '{name}'" not in output
     assert "msg: 1" in output
 
 
