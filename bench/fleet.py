@@ -31,7 +31,11 @@ with Mitogen's strategy. jinja_code_cache keeps its directory in the bench's tem
 warmed by the converge (--lab) or the warm-up run, as a user's re-run finds it.
 
     python bench/fleet.py [--hosts 4] [--no-mitogen] [--repeat 1] [--json out.json]
-    python bench/fleet.py --lab [--size small] [--no-mitogen] [--repeat 3] [--json out.json]
+    python bench/fleet.py --lab [--size small] [--no-mitogen] [--repeat 3] [--marginal] [--json out.json]
+
+--marginal (with --lab) re-runs each setting on fewer nodes too (the head and the first compute
+node): the difference is what each further host-task costs, with the per-run costs (reading the
+playbooks, building each module once) cancelled out, as they are at 10,000 nodes.
 """
 
 from __future__ import annotations
@@ -199,7 +203,13 @@ def _cfg_value(config: Path, key: str) -> str:
 
 
 def run_site(
-    workdir: Path, inventory: list[Path], env: dict[str, str], name: str, check: bool = True, idempotent: bool = True
+    workdir: Path,
+    inventory: list[Path],
+    env: dict[str, str],
+    name: str,
+    check: bool = True,
+    idempotent: bool = True,
+    limit: list[str] | None = None,
 ) -> dict:
     """One `ansible-playbook site.yml` (`--check` unless told otherwise): wall, CPU of the whole tree
     and of the main process, peak PSS, and the callback's plays. A real re-run (idempotent) must
@@ -207,6 +217,7 @@ def run_site(
     plays_file = workdir / f"{name}.plays.json"
     command = [str(BIN / "ansible-playbook"), *(f"-i{path}" for path in inventory), "site.yml"]
     command += ["--check"] if check else []
+    command += ["--limit", ",".join(limit)] if limit else []
     log = workdir / f"{name}.log"
     start = time.perf_counter()
     with log.open("w") as output:
@@ -259,12 +270,42 @@ def per_host_task(figures: dict) -> dict:
     }
 
 
-def estimate(figures: dict, hosts: int, fleet: int = FLEET, slices: Iterable[int] = (1, 10, 40)) -> list[str]:
-    """Paper estimate for `fleet` nodes from measured per-host-task figures: CPU grows with
-    host-tasks; the main process is one serial core, so it bounds the wall time, and N slices
-    (N controllers, fleet/N nodes each) divide that serial share by N."""
+def fewer_nodes(hosts: Iterable[str]) -> list[str]:
+    """The hosts of the --marginal bench's smaller run: the lab's all but its compute nodes
+    (nodeNN) after the first."""
+    compute = sorted(host for host in hosts if host.startswith("node"))
+    if len(compute) < 2:
+        raise SystemExit(f"--marginal needs a lab of 2 or more compute nodes, this one has {len(compute)}")
+    return sorted(host for host in hosts if host not in compute[1:])
+
+
+def marginal(few: dict, full: dict) -> dict:
+    """What each further host-task costs: the difference between a run on all the lab's nodes
+    and one on fewer, divided by the host-tasks it adds. The per-run costs both runs pay alike
+    (reading the playbooks, building each module once, imports) cancel out: at 10,000 nodes they
+    are noise, and the marginal cost is what grows with the fleet."""
+    tasks = full["host_tasks"] - few["host_tasks"]
+    if tasks <= 0:
+        raise SystemExit(f"the run on fewer nodes ran {few['host_tasks']} host-tasks, all nodes {full['host_tasks']}")
+    cpu, main = full["cpu_s"] - few["cpu_s"], full["main_cpu_s"] - few["main_cpu_s"]
+    return {
+        "host_tasks": tasks,
+        "cpu_s": cpu,
+        "main_cpu_s": main,
+        "cpu_ms": 1000 * cpu / tasks,
+        "main_cpu_ms": 1000 * main / tasks,
+    }
+
+
+def estimate(
+    figures: dict, hosts: int, fleet: int = FLEET, slices: Iterable[int] = (1, 10, 40), per_task: dict | None = None
+) -> list[str]:
+    """Paper estimate for `fleet` nodes from measured per-host-task figures (the run's averages,
+    or `per_task`, the marginal figures): CPU grows with host-tasks; the main process is one
+    serial core, so it bounds the wall time, and N slices (N controllers, fleet/N nodes each)
+    divide that serial share by N."""
     tasks_per_host = figures["host_tasks"] / hosts
-    per_task = per_host_task(figures)
+    per_task = per_task or per_host_task(figures)
     host_tasks = tasks_per_host * fleet
     lines = [
         f"{fleet:,} nodes x {tasks_per_host:.0f} tasks = {host_tasks:,.0f} host-tasks: "
@@ -310,8 +351,15 @@ def main() -> int:
     parser.add_argument("--size", default="small", help="with --lab: its size (default small)")
     parser.add_argument("--no-mitogen", action="store_true", help="leave Mitogen out")
     parser.add_argument("--repeat", type=int, default=1, help="measured runs per setting, in turn; least CPU kept")
+    parser.add_argument(
+        "--marginal",
+        action="store_true",
+        help="with --lab: also re-run on fewer nodes, for the cost each further host-task adds",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
+    if args.marginal and not args.lab:
+        raise SystemExit("--marginal measures a lab: add --lab (and --size medium or larger for a clear difference)")
     if args.hosts < 1 or args.repeat < 1:
         raise SystemExit(f"--hosts {args.hosts} --repeat {args.repeat}: expected positive numbers")
     sys.path.insert(0, str(PROJECT / "src"))
@@ -327,7 +375,7 @@ def main() -> int:
     if not args.no_mitogen:
         settings["project+mitogen"] = (project, mitogen.environment(), ())
     plugins = "topology,yaml" if args.lab else "yaml"
-    results, failures = {}, {}
+    results, results_few, failures, few = {}, {}, {}, None
     with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
         workdir = Path(tmp)
         empty = workdir / "stock.cfg"
@@ -339,7 +387,9 @@ def main() -> int:
             if args.lab:
                 # Converged once with the project's settings: every setting then measures a re-run.
                 env = environment(workdir, project, {}, inventory=plugins)
-                run_site(workdir, inventory, env, "converge", check=False, idempotent=False)
+                converged = run_site(workdir, inventory, env, "converge", check=False, idempotent=False)
+                if args.marginal:
+                    few = fewer_nodes({host for play in converged["plays"] for host in play["tasks"]})
             # Settings in turn, round after round, so a noisy spell on the machine hits them alike.
             for turn in range(args.repeat):
                 for name, (config, extra, without) in settings.items():
@@ -350,6 +400,9 @@ def main() -> int:
                         if not args.lab and turn == 0:
                             run_site(workdir, inventory, env, f"{name}-warmup")
                         measured = run_site(workdir, inventory, env, name, check=not args.lab)
+                        if few:
+                            measured_few = run_site(workdir, inventory, env, f"{name}-few", check=False, limit=few)
+                            results_few[name] = least_cpu(results_few.get(name), measured_few)
                     except SystemExit as failed:
                         if name != "project+mitogen":
                             raise
@@ -422,12 +475,40 @@ def main() -> int:
     )
     for name, message in failures.items():
         print(f"\n{name} FAILED (not measured):\n{message}")
-    print("\npaper estimate from the project settings' figures:")
-    print("\n".join(estimate(results["project"], hosts)))
+    margins = {name: marginal(results_few[name], results[name]) for name in results_few}
+    if margins:
+        print(f"\nmarginal cost: all {hosts} nodes against {', '.join(few)} (per-run costs cancel out)")
+        stock_margin = margins["stock"]["cpu_ms"]
+        print(
+            table(
+                [
+                    [
+                        name,
+                        m["host_tasks"],
+                        f"{m['cpu_s']:.1f}",
+                        f"{m['cpu_ms']:.1f}",
+                        f"{m['main_cpu_ms']:.1f}",
+                        f"{m['cpu_ms'] / stock_margin:.2f}",
+                    ]
+                    for name, m in margins.items()
+                ],
+                ["setting", "added host-tasks", "added cpu s", "cpu ms/ht", "main ms/ht", "ratio to stock"],
+            )
+        )
+        for name, m in margins.items():
+            if name != "stock":
+                ratio = m["cpu_ms"] / stock_margin
+                verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
+                print(f"marginal ratio {name}/stock: {ratio:.2f} (target <= {TARGET_RATIO}: {verdict})")
+    print("\npaper estimate from the project settings' " + ("marginal figures:" if margins else "figures:"))
+    print("\n".join(estimate(results["project"], hosts, per_task=margins.get("project"))))
     if args.json:
         figures = {name: {k: v for k, v in f.items() if k != "plays"} for name, f in results.items()}
         Path(args.json).write_text(
-            json.dumps({"hosts": hosts, "lab": args.lab, "settings": figures, "stages": project_stages}, indent=2)
+            json.dumps(
+                {"hosts": hosts, "lab": args.lab, "settings": figures, "marginal": margins, "stages": project_stages},
+                indent=2,
+            )
             + "\n"
         )
     return 0

@@ -127,3 +127,26 @@ def test_of_repeated_runs_the_one_with_least_cpu_is_kept(fleet):
     assert fleet.least_cpu(None, first) is first
     assert fleet.least_cpu(first, noisy) is first
     assert fleet.least_cpu(first, quiet) is quiet
+
+
+def test_the_marginal_run_keeps_the_head_and_one_compute_node(fleet):
+    assert fleet.fewer_nodes({"node03", "head01", "node01", "node02"}) == ["head01", "node01"]
+    with pytest.raises(SystemExit, match="2 or more compute nodes, this one has 1"):
+        fleet.fewer_nodes({"head01", "node01"})
+
+
+def test_the_marginal_cost_is_the_difference_per_added_host_task(fleet):
+    few = {"host_tasks": 400, "cpu_s": 30.0, "main_cpu_s": 9.0}
+    full = {"host_tasks": 900, "cpu_s": 55.0, "main_cpu_s": 15.0}
+    assert fleet.marginal(few, full) == {
+        "host_tasks": 500,
+        "cpu_s": 25.0,
+        "main_cpu_s": 6.0,
+        "cpu_ms": 50.0,
+        "main_cpu_ms": 12.0,
+    }
+    with pytest.raises(SystemExit, match="fewer nodes ran 900 host-tasks, all nodes 900"):
+        fleet.marginal(full, full)
+    # The paper estimate takes the marginal figures when given them.
+    lines = fleet.estimate({**full, "wall_s": 1, "peak_pss_mib": 1}, hosts=3, per_task=fleet.marginal(few, full))
+    assert lines[0].startswith("10,000 nodes x 300 tasks = 3,000,000 host-tasks: controller CPU 41.7 core-hours")
