@@ -319,6 +319,15 @@ def estimate(
     return lines
 
 
+def print_verdicts(label: str, measure: str, cpu_ms: dict[str, float]) -> None:
+    """Each setting's CPU per host-task against stock's, and whether it meets the target."""
+    for name, value in cpu_ms.items():
+        if name != "stock":
+            ratio = value / cpu_ms["stock"]
+            verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
+            print(f"{label} {name}/stock, {measure}: {ratio:.2f} (target <= {TARGET_RATIO}: {verdict})")
+
+
 def table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
     lines = [
@@ -439,14 +448,7 @@ def main() -> int:
             ["setting", "host-tasks", "wall s", "cpu s", "main s", "PSS MiB", "cpu ms/ht", "main ms/ht", "PSS KiB/ht"],
         )
     )
-    stock = per_host_task(results["stock"])["cpu_ms"]
-    for name in results:
-        if name != "stock":
-            ratio = per_host_task(results[name])["cpu_ms"] / stock
-            verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
-            print(
-                f"ratio {name}/stock, controller CPU per host-task: {ratio:.2f} (target <= {TARGET_RATIO}: {verdict})"
-            )
+    print_verdicts("ratio", "controller CPU per host-task", {n: per_host_task(f)["cpu_ms"] for n, f in results.items()})
     warmup = results["project"]["cpu_s"] / results["project-no-warmup"]["cpu_s"]
     print(f"ratio project/project-no-warmup, controller CPU (what fork_warmup saves): {warmup:.2f}")
     code_cache = results["project"]["cpu_s"] / results["project-no-code-cache"]["cpu_s"]
@@ -495,11 +497,7 @@ def main() -> int:
                 ["setting", "added host-tasks", "added cpu s", "cpu ms/ht", "main ms/ht", "ratio to stock"],
             )
         )
-        for name, m in margins.items():
-            if name != "stock":
-                ratio = m["cpu_ms"] / stock_margin
-                verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
-                print(f"marginal ratio {name}/stock: {ratio:.2f} (target <= {TARGET_RATIO}: {verdict})")
+        print_verdicts("marginal ratio", "CPU per added host-task", {n: m["cpu_ms"] for n, m in margins.items()})
     print("\npaper estimate from the project settings' " + ("marginal figures:" if margins else "figures:"))
     print("\n".join(estimate(results["project"], hosts, per_task=margins.get("project"))))
     if args.json:

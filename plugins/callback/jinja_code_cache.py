@@ -8,8 +8,8 @@ compile(), in each forked worker, for each host and task, and throws the result 
 worker. The Python code Jinja generates depends only on the template's text and the compile
 settings, not on the variables it is rendered with, so this plugin keeps it: in memory (what the
 main process compiled before forking, every worker inherits) and on disk, as marshalled code
-objects beside Python's own bytecode-cache rules (one directory per Python, Jinja and
-ansible-core version, readable by its owner only), so the next worker, task and run load it
+objects under the same trust rule as Python's __pycache__ (one directory per Python, Jinja and
+ansible-core version, that only its owner may write), so the next worker, task and run load it
 instead. bench/fleet.py measures the saving.
 """
 
