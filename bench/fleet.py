@@ -25,9 +25,9 @@ containers, storage, slurm and kubernetes stages count too, and controller CPU i
 controller's alone (the modules run in the nodes' containers, not in the measured process tree),
 with SSH's costs (pipelining, ControlPersist) in it.
 
-Settings: the project's ansible.cfg; the same without its fork_warmup callback, and without its
-jinja_code_cache callback (what each plugin saves); stock Ansible (an empty config); the project's
-with Mitogen's strategy. jinja_code_cache keeps its directory in the bench's temporary directory,
+Settings: the project's ansible.cfg; the same without one of its fork_warmup, jinja_code_cache and
+vars_files_cache callbacks at a time (what each plugin saves); stock Ansible (an empty config); the
+project's with Mitogen's strategy. jinja_code_cache keeps its directory in the bench's temporary directory,
 warmed by the converge (--lab) or the warm-up run, as a user's re-run finds it.
 
     python bench/fleet.py [--hosts 4] [--no-mitogen] [--repeat 1] [--json out.json]
@@ -63,6 +63,12 @@ TARGET_RATIO = 0.5
 FLEET = 10_000
 SAMPLE_S = 0.1
 LAB = "cffleet"
+# The project's settings without one of its callbacks: what each one saves.
+WITHOUT_ONE_PLUGIN = {
+    "project-no-warmup": "fork_warmup",
+    "project-no-code-cache": "jinja_code_cache",
+    "project-no-vars-cache": "vars_files_cache",
+}
 
 
 def pss_of_tree(processes: Iterable[psutil.Process]) -> int:
@@ -377,8 +383,7 @@ def main() -> int:
     project = PROJECT / "ansible.cfg"
     settings = {
         "project": (project, {}, ()),
-        "project-no-warmup": (project, {}, ("fork_warmup",)),
-        "project-no-code-cache": (project, {}, ("jinja_code_cache",)),
+        **{setting: (project, {}, (plugin,)) for setting, plugin in WITHOUT_ONE_PLUGIN.items()},
         "stock": (None, {}, ()),
     }
     if not args.no_mitogen:
@@ -449,10 +454,9 @@ def main() -> int:
         )
     )
     print_verdicts("ratio", "controller CPU per host-task", {n: per_host_task(f)["cpu_ms"] for n, f in results.items()})
-    warmup = results["project"]["cpu_s"] / results["project-no-warmup"]["cpu_s"]
-    print(f"ratio project/project-no-warmup, controller CPU (what fork_warmup saves): {warmup:.2f}")
-    code_cache = results["project"]["cpu_s"] / results["project-no-code-cache"]["cpu_s"]
-    print(f"ratio project/project-no-code-cache, controller CPU (what jinja_code_cache saves): {code_cache:.2f}")
+    for setting, plugin in WITHOUT_ONE_PLUGIN.items():
+        saved = results["project"]["cpu_s"] / results[setting]["cpu_s"]
+        print(f"ratio project/{setting}, controller CPU (what {plugin} saves): {saved:.2f}")
     print("\nper stage (project settings): tasks each host ran, host-tasks, would-change, CPU")
     project_stages = per_stage(results["project"]["plays"], stages)
     stock_stages = per_stage(results["stock"]["plays"], stages)

@@ -68,11 +68,11 @@ def test_every_stage_play_maps_to_its_stage(fleet):
 
 def test_a_setting_keeps_the_projects_callbacks_but_those_left_out(fleet, tmp_path):
     project = PROJECT / "ansible.cfg"
-    every = ["ansible.posix.profile_tasks", "fork_warmup", "jinja_code_cache", "fleet_tasks"]
+    every = ["ansible.posix.profile_tasks", "fork_warmup", "jinja_code_cache", "vars_files_cache", "fleet_tasks"]
     assert fleet.callbacks_enabled(project) == every
     assert fleet.callbacks_enabled(project, without=("fork_warmup",)) == [every[0], *every[2:]]
     env = fleet.environment(tmp_path, project, {}, ("jinja_code_cache",), "topology,yaml")
-    assert env["ANSIBLE_CALLBACKS_ENABLED"] == "ansible.posix.profile_tasks,fork_warmup,fleet_tasks"
+    assert env["ANSIBLE_CALLBACKS_ENABLED"] == "ansible.posix.profile_tasks,fork_warmup,vars_files_cache,fleet_tasks"
     # jinja_code_cache's directory is the bench's own, not the user's.
     assert env["XDG_CACHE_HOME"] == str(tmp_path / "cache")
     assert env["ANSIBLE_INVENTORY_ENABLED"] == "topology,yaml"
