@@ -53,12 +53,13 @@ def install() -> str | None:
     parameters = tuple(inspect.signature(original).parameters)
     if parameters != EXPECTED_PARAMETERS:
         return f"DataLoader.load_from_file takes {parameters}, not ansible-core 2.19's {EXPECTED_PARAMETERS}"
-    # path -> (stamp, arguments, parsed data): one entry per file, replaced when the file changes.
-    parsed: dict[str, tuple] = {}
 
     def load_from_file(self, file_name, cache="all", unsafe=False, json_only=False, trusted_as_template=False):
         if cache != "vaulted" or not unsafe:
             return original(self, file_name, cache, unsafe, json_only, trusted_as_template)
+        # Per loader, as ansible-core's own file cache: another loader may hold other vault secrets.
+        # path -> (stamp, arguments, parsed data): one entry per file, replaced when the file changes.
+        parsed = self.__dict__.setdefault("_clusterforge_vars_files", {})
         path = self.path_dwim(file_name)
         arguments = (json_only, trusted_as_template)
         current = stamp(path)
@@ -66,12 +67,13 @@ def install() -> str | None:
         if current is not None and kept is not None and kept[:2] == (current, arguments):
             return kept[2]
         data = original(self, file_name, cache, unsafe, json_only, trusted_as_template)
-        # Stamped before reading: a write during the read leaves a stamp that no longer matches.
+        # Stamped before reading: a write during the read moves mtime/ctime on (nanosecond clocks),
+        # so the next call reads the file again rather than keeping a half-read one.
         if current is not None:
             parsed[path] = (current, arguments, data)
         return data
 
-    DataLoader._clusterforge_vars_files_cache = parsed
+    DataLoader._clusterforge_vars_files_cache = True
     DataLoader.load_from_file = load_from_file
     return None
 

@@ -66,6 +66,22 @@ with open(stages, "w") as out:
 parses.clear()
 report["changed"] = host_vars()
 report["parses_changed"] = len(parses)
+
+# Rewritten in place with the same size: only its times tell, and they are enough.
+time.sleep(0.01)
+with open(stages, "w") as out:
+    out.write("stage_order: [preflight, base, gpu]\nstage_owner: six\n")
+parses.clear()
+report["same_size"] = host_vars()
+report["parses_same_size"] = len(parses)
+
+# Another loader (ansible-core's cache is per loader: it may hold other vault secrets) parses its own.
+other_loader = DataLoader()
+other_loader.set_basedir(work)
+other = VariableManager(loader=other_loader, inventory=inventory)
+parses.clear()
+report["other_loader"] = other.get_vars(play=play, host=inventory.get_hosts()[0])["stage_owner"]
+report["parses_other_loader"] = len(parses)
 print(json.dumps(report))
 """
 
@@ -96,6 +112,11 @@ def test_vars_files_are_parsed_once_with_the_same_variables(tmp_path):
     assert cached["parses_first"] == 1 and cached["parses_again"] == 0
     # A file rewritten during the run is parsed again, once, and its new content is what hosts get.
     assert plain["parses_changed"] == 3 and cached["parses_changed"] == 1
+    same_size = [{"stage_order": ["preflight", "base", "gpu"], "stage_owner": "six"}] * 3
+    assert plain["same_size"] == cached["same_size"] == same_size
+    assert plain["parses_same_size"] == 3 and cached["parses_same_size"] == 1
+    assert plain["other_loader"] == cached["other_loader"] == "six"
+    assert plain["parses_other_loader"] == cached["parses_other_loader"] == 1
 
 
 def test_off_with_a_note_on_a_load_from_file_of_another_shape(monkeypatch):
@@ -110,6 +131,7 @@ def test_off_with_a_note_on_a_load_from_file_of_another_shape(monkeypatch):
         return None
 
     monkeypatch.setattr(DataLoader, "load_from_file", other_shape)
+    monkeypatch.delattr(DataLoader, "_clusterforge_vars_files_cache", raising=False)
     reason = vars_files_cache.install()
     assert reason and "not ansible-core 2.19's" in reason
     assert DataLoader.load_from_file is other_shape
