@@ -14,9 +14,9 @@ from docker.errors import APIError, NotFound
 
 from clusterforge import topology
 from clusterforge.errors import EnvironmentProblem, UsageError
-from clusterforge.lab import access, spec
+from clusterforge.lab import access, facts, spec
 from clusterforge.lab.image import ensure_image
-from clusterforge.paths import state_dir
+from clusterforge.paths import project_dir, state_dir
 from clusterforge.topology.source import printable
 
 LABEL_LAB = "org.clusterforge.lab"
@@ -107,7 +107,21 @@ def up(
         _open_ssh(client, hosts, lab_name, log)
     else:
         _forget_ssh_nodes(lab_name)
+    _forget_cached_facts([host.name for host in hosts], log)
     return inventory_path(lab_name)
+
+
+def _forget_cached_facts(host_names: list[str], log) -> None:
+    """Drop the facts ansible-playbook cached under the lab's host names, at every `up` and `down`:
+    they may describe a node since removed or recreated (its address, above all), and gathering
+    them again costs the next run a few seconds."""
+    try:
+        directory = facts.fact_cache_dir(project_dir())
+    except UsageError:
+        return  # no project here, so no ansible.cfg saying where facts are cached
+    removed = facts.forget(host_names, directory)
+    if removed:
+        log(f"forgot the cached facts of {', '.join(removed)} in {directory}")
 
 
 def _open_ssh(client: docker.DockerClient, hosts: list[spec.LabHost], lab_name: str, log) -> None:
@@ -153,10 +167,13 @@ def down(client: docker.DockerClient, lab_name: str = "lab", log=print) -> int:
     """Remove the lab's containers, network and inventory; return how many nodes went."""
     spec.check_lab_name(lab_name)
     removed = 0
+    names = []
     for container in _containers(client, lab_name):
         log(f"removing {container.name}")
+        names.append(container.labels.get(LABEL_HOST, ""))
         container.remove(force=True)
         removed += 1
+    _forget_cached_facts([name for name in names if name], log)
     with contextlib.suppress(NotFound):
         client.networks.get(spec.network_name(lab_name)).remove()
     inventory_path(lab_name).unlink(missing_ok=True)
