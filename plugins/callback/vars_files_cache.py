@@ -47,8 +47,8 @@ def stamp(path: str) -> tuple[int, int, int, int] | None:
 
 def install() -> str | None:
     """Wraps DataLoader.load_from_file. Returns why not, where it cannot."""
-    if getattr(DataLoader, "_clusterforge_vars_files_cache", None) is not None:
-        return None
+    if getattr(DataLoader, "_clusterforge_vars_files_cache", False):
+        return None  # installed already
     original = DataLoader.load_from_file
     parameters = tuple(inspect.signature(original).parameters)
     if parameters != EXPECTED_PARAMETERS:

@@ -166,19 +166,16 @@ def _address(container, network: str) -> str:
 def down(client: docker.DockerClient, lab_name: str = "lab", log=print) -> int:
     """Remove the lab's containers, network and inventory; return how many nodes went."""
     spec.check_lab_name(lab_name)
-    removed = 0
-    names = []
-    for container in _containers(client, lab_name):
+    containers = _containers(client, lab_name)
+    for container in containers:
         log(f"removing {container.name}")
-        names.append(container.labels.get(LABEL_HOST, ""))
         container.remove(force=True)
-        removed += 1
-    _forget_cached_facts([name for name in names if name], log)
+    _forget_cached_facts([c.labels[LABEL_HOST] for c in containers if c.labels.get(LABEL_HOST)], log)
     with contextlib.suppress(NotFound):
         client.networks.get(spec.network_name(lab_name)).remove()
     inventory_path(lab_name).unlink(missing_ok=True)
     _forget_ssh_nodes(lab_name)
-    return removed
+    return len(containers)
 
 
 def status(client: docker.DockerClient, lab_name: str = "lab") -> list[NodeStatus]:

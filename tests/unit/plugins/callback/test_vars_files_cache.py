@@ -52,28 +52,25 @@ def host_vars():
         found.append({name: host_vars[name] for name in ("stage_order", "stage_owner")})
     return found
 
-parses.clear()
-report["first"] = host_vars()
-report["parses_first"] = len(parses)
-parses.clear()
-report["again"] = host_vars()
-report["parses_again"] = len(parses)
+# Every host's variables once, and how many parses that took.
+def measure(label):
+    parses.clear()
+    report[label] = host_vars()
+    report["parses_" + label] = len(parses)
 
+def rewrite(text):
+    time.sleep(0.01)  # a later mtime than the last write
+    with open(stages, "w") as out:
+        out.write(text)
+
+measure("first")
+measure("again")
 # Rewritten during the run (another size, a later mtime): read again, once.
-time.sleep(0.01)
-with open(stages, "w") as out:
-    out.write("stage_order: [preflight, base, gpu]\nstage_owner: two\n")
-parses.clear()
-report["changed"] = host_vars()
-report["parses_changed"] = len(parses)
-
+rewrite("stage_order: [preflight, base, gpu]\nstage_owner: two\n")
+measure("changed")
 # Rewritten in place with the same size: only its times tell, and they are enough.
-time.sleep(0.01)
-with open(stages, "w") as out:
-    out.write("stage_order: [preflight, base, gpu]\nstage_owner: six\n")
-parses.clear()
-report["same_size"] = host_vars()
-report["parses_same_size"] = len(parses)
+rewrite("stage_order: [preflight, base, gpu]\nstage_owner: six\n")
+measure("same_size")
 
 # Another loader (ansible-core's cache is per loader: it may hold other vault secrets) parses its own.
 other_loader = DataLoader()
