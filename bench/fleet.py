@@ -25,10 +25,13 @@ containers, storage, slurm and kubernetes stages count too, and controller CPU i
 controller's alone (the modules run in the nodes' containers, not in the measured process tree),
 with SSH's costs (pipelining, ControlPersist) in it.
 
-Settings: the project's ansible.cfg; the same without one of its fork_warmup, jinja_code_cache and
-vars_files_cache callbacks at a time (what each plugin saves); stock Ansible (an empty config); the
-project's with Mitogen's strategy. jinja_code_cache keeps its directory in the bench's temporary directory,
-warmed by the converge (--lab) or the warm-up run, as a user's re-run finds it.
+Settings: the project's ansible.cfg; the same without one of its fork_warmup, jinja_code_cache,
+vars_files_cache and skip_in_main callbacks at a time (what each plugin saves); the same with the roles' config files
+written by ansible.builtin.template and copy instead of the project's config_file action
+(project-builtin-files: what config_file saves); stock Ansible (an empty config, and template and
+copy for the config files, as a stock playbook writes them); the project's with Mitogen's strategy.
+jinja_code_cache keeps its directory in the bench's temporary directory, warmed by the converge
+(--lab) or the warm-up run, as a user's re-run finds it.
 
     python bench/fleet.py [--hosts 4] [--no-mitogen] [--repeat 1] [--json out.json]
     python bench/fleet.py --lab [--size small] [--no-mitogen] [--repeat 3] [--marginal] [--json out.json]
@@ -68,7 +71,12 @@ WITHOUT_ONE_PLUGIN = {
     "project-no-warmup": "fork_warmup",
     "project-no-code-cache": "jinja_code_cache",
     "project-no-vars-cache": "vars_files_cache",
+    "project-no-skip-in-main": "skip_in_main",
 }
+# The roles write their config files with the project's config_file action (one round trip per
+# file); the stock setting, and project-builtin-files, run those tasks as ansible.builtin.template
+# and ansible.builtin.copy instead (bench/fleet_plugins/action_builtin), as a stock playbook does.
+BUILTIN_FILES = {"ANSIBLE_ACTION_PLUGINS": str(PLUGINS / "action_builtin")}
 
 
 def pss_of_tree(processes: Iterable[psutil.Process]) -> int:
@@ -179,6 +187,7 @@ def environment(
         "ANSIBLE_CONFIG": str(config),
         "ANSIBLE_ROLES_PATH": str(PROJECT / "roles"),
         "ANSIBLE_LIBRARY": f"{PROJECT / 'plugins/modules'}:{PLUGINS / 'modules'}",
+        "ANSIBLE_ACTION_PLUGINS": str(PROJECT / "plugins/action"),
         "ANSIBLE_MODULE_UTILS": str(PROJECT / "plugins/module_utils"),
         "ANSIBLE_INVENTORY_PLUGINS": str(PROJECT / "plugins/inventory"),
         "ANSIBLE_FILTER_PLUGINS": str(PROJECT / "plugins/filter"),
@@ -384,7 +393,8 @@ def main() -> int:
     settings = {
         "project": (project, {}, ()),
         **{setting: (project, {}, (plugin,)) for setting, plugin in WITHOUT_ONE_PLUGIN.items()},
-        "stock": (None, {}, ()),
+        "project-builtin-files": (project, BUILTIN_FILES, ()),
+        "stock": (None, BUILTIN_FILES, ()),
     }
     if not args.no_mitogen:
         settings["project+mitogen"] = (project, mitogen.environment(), ())
@@ -457,6 +467,8 @@ def main() -> int:
     for setting, plugin in WITHOUT_ONE_PLUGIN.items():
         saved = results["project"]["cpu_s"] / results[setting]["cpu_s"]
         print(f"ratio project/{setting}, controller CPU (what {plugin} saves): {saved:.2f}")
+    saved = results["project"]["cpu_s"] / results["project-builtin-files"]["cpu_s"]
+    print(f"ratio project/project-builtin-files, controller CPU (what config_file saves): {saved:.2f}")
     print("\nper stage (project settings): tasks each host ran, host-tasks, would-change, CPU")
     project_stages = per_stage(results["project"]["plays"], stages)
     stock_stages = per_stage(results["stock"]["plays"], stages)
