@@ -13,8 +13,8 @@ description:
     controller and sends the text with the module's arguments. The module compares it with O(dest),
     writes it atomically only when it differs, and sets owner, group and mode."
   - "Why: C(template) on an unchanged file costs four round trips to the node (a temporary
-    directory, C(stat), C(file) for the attributes, removing the directory); this costs one, which
-    is most of an idempotent re-run's controller time per file at fleet scale."
+    directory, C(stat), C(file) for the attributes, removing the directory), each paid in
+    controller CPU on every node on every run; this costs one."
   - Supports check mode and diff mode. The text is never logged on the node (it may hold secrets).
 extends_documentation_fragment:
   - ansible.builtin.files
