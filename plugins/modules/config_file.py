@@ -16,6 +16,9 @@ description:
     directory, C(stat), C(file) for the attributes, removing the directory), each paid in
     controller CPU on every node on every run; this costs one."
   - Supports check mode and diff mode. The text is never logged on the node (it may hold secrets).
+  - "A new file is created 0600 and then given O(mode), O(owner) and O(group), so a secret is never
+    readable by others on the way; without O(mode) it stays 0600. A symlink at O(dest) is replaced
+    by a file, as C(template) replaces it."
 extends_documentation_fragment:
   - ansible.builtin.files
 options:
@@ -94,13 +97,17 @@ def new_content(params: dict) -> bytes:
 
 
 def read_current(module: AnsibleModule, dest: str) -> bytes | None:
-    """The file's bytes, or None when it does not exist."""
-    if os.path.isdir(dest):
+    """The file's bytes, or None when there is none to compare: no file, or a symlink (replaced by
+    a file, as `template` replaces it)."""
+    if os.path.isdir(dest) and not os.path.islink(dest):
         module.fail_json(msg=f"{dest} is a directory; config_file writes files")
-    if not os.path.lexists(dest):
+    if not os.path.lexists(dest) or os.path.islink(dest):
         return None
-    with open(dest, "rb") as handle:
-        return handle.read()
+    try:
+        with open(dest, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        module.fail_json(msg=f"cannot read {dest} to compare it: {exc.strerror}")
 
 
 def text_diff(dest: str, before: bytes | None, after: bytes) -> dict:
@@ -118,15 +125,17 @@ def text_diff(dest: str, before: bytes | None, after: bytes) -> dict:
 
 
 def write_atomically(module: AnsibleModule, dest: str, data: bytes) -> None:
-    """Write `data` beside `dest`, validate it there, then rename it over `dest`."""
+    """Write `data` beside `dest` with its attributes, validate it there, then rename it over `dest`."""
     directory = os.path.dirname(dest) or "."
     if not os.path.isdir(directory):
         module.fail_json(msg=f"the directory of {dest} does not exist; create it before writing the file")
-    _, suffix = os.path.splitext(dest)
-    fd, staged = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(dest)}.", suffix=suffix)
+    # A .tmp name: directories read by glob (Prometheus rules/*.yml, textfile *.prom) skip it.
+    fd, staged = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(dest)}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        # Owner, group and mode before validate (visudo checks them) and before it is in place.
+        module.set_fs_attributes_if_different(module.load_file_common_arguments(module.params, path=staged), False)
         validate = module.params["validate"]
         if validate:
             if "%s" not in validate:
@@ -154,6 +163,8 @@ def main() -> None:
         add_file_common_args=True,
         supports_check_mode=True,
     )
+    # A new file is created 0600 and then given its mode: a secret is never briefly world-readable.
+    os.umask(0o077)
     if module.params["content"] is None:
         module.fail_json(msg="src is rendered by the config_file action plugin; the module alone takes content")
     dest = module.params["dest"]

@@ -262,3 +262,44 @@ def test_bad_arguments_say_what_is_wrong(tmp_path, arguments, message):
     done = run_play(tmp_path, in_role("bad"), check=False)
     assert done.returncode == 2 and message in done.stdout, done.stdout[-2000:]
     assert not (tmp_path / "out.conf").exists()
+
+
+def test_a_symlink_is_replaced_once_and_a_new_file_is_never_open_to_others(tmp_path):
+    target = tmp_path / "target.conf"
+    target.write_text("key = a,skip,b\n")
+    dest = tmp_path / "app.conf"
+    dest.symlink_to(target)
+    task = f"""\
+    - name: Write
+      config_file:
+        content: "key = {{{{ names | join(',') }}}}\\n"
+        dest: {dest}
+        mode: "0640"
+    """
+    assert changes(run_play(tmp_path, task)) == ["changed"]
+    assert not dest.is_symlink() and dest.read_text() == "key = a,skip,b\n"
+    assert changes(run_play(tmp_path, task)) == ["ok"]
+    assert target.read_text() == "key = a,skip,b\n"
+
+
+def test_validate_sees_the_requested_mode_and_leaves_no_glob_visible_copy(tmp_path):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    dest = rules / "node.yml"
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import os, stat, sys\n"
+        "print(oct(stat.S_IMODE(os.stat(sys.argv[1]).st_mode)), os.path.basename(sys.argv[1]).endswith('.yml'))\n"
+        "sys.exit(1)\n"
+    )
+    task = f"""\
+    - name: Write
+      config_file:
+        content: "groups: []\\n"
+        dest: {dest}
+        mode: "0640"
+        validate: {sys.executable} {probe} %s
+    """
+    done = run_play(tmp_path, task, check=False)
+    assert "0o640 False" in done.stdout, done.stdout[-2000:]
+    assert not dest.exists() and sorted(rules.iterdir()) == []

@@ -71,9 +71,10 @@ def test_a_false_condition_is_evaluated_once_in_the_main_process(tmp_path):
     _, skipping = run_probe(tmp_path, "linear", f"{WITHOUT},skip_in_main")
     # Without the plugin: one worker per host evaluates each condition (false, then true).
     assert len(stock) == 6 and len(set(stock)) == 6
-    # With it: the false condition three times in one process (the main one, no fork), the true
-    # one there and again in each host's worker.
-    false_pids, true_pids = skipping[:3], skipping[3:]
+    # With it: the false condition twice per host in one process (the main one, no fork: with the
+    # host's variables, then with exactly a worker's), the true one there once and again in each
+    # host's worker.
+    false_pids, true_pids = skipping[:6], skipping[6:]
     assert len(set(false_pids)) == 1
     main = false_pids[0]
     assert true_pids.count(main) == 3 and len(set(true_pids) - {main}) == 3
