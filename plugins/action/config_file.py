@@ -17,12 +17,20 @@ import base64
 import os
 from collections.abc import Mapping
 
-# Where ansible-core 2.19 (pyproject's pin) keeps what `template` uses for the template_* variables.
-from ansible._internal._templating._template_vars import generate_ansible_template_vars
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible.plugins.action import ActionBase
-from ansible.template import trust_as_template
+from ansible.utils.display import Display
+
+try:
+    # Where ansible-core 2.19 keeps what `template` uses for the template_* variables: a private
+    # module core may move or remove. Without it, each task runs as ansible.builtin.template or copy.
+    from ansible._internal._templating._template_vars import generate_ansible_template_vars
+    from ansible.template import trust_as_template
+except ImportError as missing:
+    MISSING_IMPORT: str | None = f"{missing}"
+else:
+    MISSING_IMPORT = None
 
 # `template`'s own defaults; the roles use no other Jinja settings.
 TEMPLATE_OVERRIDES = {"trim_blocks": True, "lstrip_blocks": False, "newline_sequence": "\n"}
@@ -34,6 +42,13 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
+        if MISSING_IMPORT is not None:
+            # Said once per run: workers' warnings reach the main process, which prints each text once.
+            Display().warning(
+                f"config_file: this ansible-core lacks what it renders with ({MISSING_IMPORT}); its tasks "
+                "run as ansible.builtin.template and ansible.builtin.copy (the same files, more round trips)"
+            )
+            return self.run_builtin(tmp, task_vars)
         result = super().run(tmp, task_vars)
         del tmp
         args = dict(self._task.args)
@@ -57,6 +72,23 @@ class ActionModule(ActionBase):
         args["content_encoding"] = "base64"
         result.update(self._execute_module("ansible.legacy.config_file", module_args=args, task_vars=task_vars))
         return result
+
+    def run_builtin(self, tmp, task_vars: dict) -> dict:
+        """The task as a stock playbook writes it: ansible.builtin.template for src, copy for content
+        (also bench/fleet.py's stock setting)."""
+        task = self._task.copy()
+        task.args = {key: value for key, value in self._task.args.items() if key != "content_encoding"}
+        builtin = "ansible.legacy.template" if "src" in task.args else "ansible.legacy.copy"
+        action = self._shared_loader_obj.action_loader.get(
+            builtin,
+            task=task,
+            connection=self._connection,
+            play_context=self._play_context,
+            loader=self._loader,
+            templar=self._templar,
+            shared_loader_obj=self._shared_loader_obj,
+        )
+        return action.run(tmp=tmp, task_vars=task_vars)
 
     def _render(self, src: str, dest: str, task_vars: dict) -> str:
         try:

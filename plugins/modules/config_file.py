@@ -19,6 +19,14 @@ description:
   - "A new file is created 0600 and then given O(mode), O(owner) and O(group), so a secret is never
     readable by others on the way; without O(mode) it stays 0600. A symlink at O(dest) is replaced
     by a file, as C(template) replaces it."
+  - "Not supported, unlike C(template): C(backup), C(force=false), C(follow), C(newline_sequence),
+    C(output_encoding), C(trim_blocks)/C(lstrip_blocks) and the other Jinja delimiter options (a
+    C(#jinja2:) header in the template still works), C(remote_src) and C(checksum). Use
+    C(ansible.builtin.template) where a task needs one of them."
+  - "On an ansible-core that lacks the private function the action renders with (2.19's
+    C(ansible._internal._templating._template_vars)), each task runs as C(ansible.builtin.template)
+    (O(src)) or C(ansible.builtin.copy) (O(content)) instead, writing the same file, and one warning
+    per run says so."
 extends_documentation_fragment:
   - ansible.builtin.files
 options:

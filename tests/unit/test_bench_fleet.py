@@ -68,27 +68,18 @@ def test_every_stage_play_maps_to_its_stage(fleet):
 
 def test_a_setting_keeps_the_projects_callbacks_but_those_left_out(fleet, tmp_path):
     project = PROJECT / "ansible.cfg"
-    every = [
-        "ansible.posix.profile_tasks",
-        "fork_warmup",
-        "jinja_code_cache",
-        "vars_files_cache",
-        "skip_in_main",
-        "fleet_tasks",
-    ]
+    every = ["ansible.posix.profile_tasks", "fork_warmup", "accelerate", "fleet_tasks"]
     assert fleet.callbacks_enabled(project) == every
     assert fleet.callbacks_enabled(project, without=("fork_warmup",)) == [every[0], *every[2:]]
-    env = fleet.environment(tmp_path, project, {}, ("jinja_code_cache",), "topology,yaml")
-    assert env["ANSIBLE_CALLBACKS_ENABLED"] == (
-        "ansible.posix.profile_tasks,fork_warmup,vars_files_cache,skip_in_main,fleet_tasks"
-    )
-    # jinja_code_cache's directory is the bench's own, not the user's.
-    assert env["XDG_CACHE_HOME"] == str(tmp_path / "cache")
+    env = fleet.environment(tmp_path, project, {}, ("fork_warmup",), "topology,yaml")
+    assert env["ANSIBLE_CALLBACKS_ENABLED"] == "ansible.posix.profile_tasks,accelerate,fleet_tasks"
     assert env["ANSIBLE_INVENTORY_ENABLED"] == "topology,yaml"
     # The project's callback directory first: fork_warmup is found wherever it is enabled.
     assert env["ANSIBLE_CALLBACK_PLUGINS"].split(":")[0] == str(PROJECT / "plugins/callback")
     stock = fleet.environment(tmp_path, tmp_path / "stock.cfg", {})
     assert stock["ANSIBLE_CALLBACKS_ENABLED"] == "fleet_tasks"
+    accelerated = fleet.environment(tmp_path, project, fleet.ACCELERATED)
+    assert accelerated["CLUSTERFORGE_ACCELERATE"] == "1"
 
 
 def test_stock_writes_config_files_with_builtin_template_and_the_project_with_config_file(fleet, tmp_path):

@@ -59,6 +59,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         action="store_true",
         help="Mitogen's linear strategy instead of Ansible's (pip install 'clusterforge[mitogen]'; see README)",
     )
+    run.add_argument(
+        "--accelerate",
+        action="store_true",
+        help="turn on the opt-in accelerations (jinja_code_cache; they wrap ansible-core internals), "
+        "as CLUSTERFORGE_ACCELERATE=1 does for ansible-playbook; -v says which are on",
+    )
     slicing = run.add_argument_group("fleet scale: disjoint slices of the inventory, see README")
     sliced_options = slicing.add_mutually_exclusive_group()
     sliced_options.add_argument(
@@ -125,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
         clusterforge_vars=_rolling_vars(args, project),
         vault_password_file=args.vault_password_file,
         mitogen=args.mitogen,
+        accelerate=args.accelerate,
     )
     if args.mitogen:
         mitogen.environment()  # not installed: a usage error before anything runs

@@ -81,6 +81,8 @@ class RunOptions:
     vault_password_file: str | None = None
     # Mitogen's linear strategy instead of Ansible's (opt-in; see runner.mitogen and the README).
     mitogen: bool = False
+    # clusterforge's opt-in accelerations (plugins/callback/accelerate.py), on for this run.
+    accelerate: bool = False
 
 
 @dataclass
@@ -260,7 +262,7 @@ def _run(project, options, run_dir, playbook_path, inventory_path, cmdline, reco
         skip_tags=options.skip_tags,
         forks=options.forks,
         cmdline=shlex.join(cmdline) or None,
-        envvars=_ansible_environment(project, options.mitogen),
+        envvars=_ansible_environment(project, options.mitogen, options.accelerate),
         # Extra vars and environment may hold secrets: keep them out of the run directory.
         suppress_env_files=True,
         quiet=True,
@@ -280,7 +282,7 @@ def _ansible_output(run_dir: Path) -> str:
     return "\n".join(lines[first_error or 0 :][:_MAX_ERROR_LINES])
 
 
-def _ansible_environment(project: Path, use_mitogen: bool = False) -> dict[str, str]:
+def _ansible_environment(project: Path, use_mitogen: bool = False, accelerate: bool = False) -> dict[str, str]:
     # The venv's bin/ holds ansible-playbook even when the venv is not activated.
     bindir = str(Path(sys.executable).parent)
     path = os.environ.get("PATH", "")
@@ -297,4 +299,6 @@ def _ansible_environment(project: Path, use_mitogen: bool = False) -> dict[str, 
         "PATH": path,
         "ANSIBLE_NOCOLOR": "1",
     }
+    if accelerate:
+        env["CLUSTERFORGE_ACCELERATE"] = "1"  # read by the accelerate callback, as for ansible-playbook
     return {**env, **mitogen.environment()} if use_mitogen else env

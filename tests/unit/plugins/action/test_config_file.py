@@ -303,3 +303,58 @@ def test_validate_sees_the_requested_mode_and_leaves_no_glob_visible_copy(tmp_pa
     done = run_play(tmp_path, task, check=False)
     assert "0o640 False" in done.stdout, done.stdout[-2000:]
     assert not dest.exists() and sorted(rules.iterdir()) == []
+
+
+# A sitecustomize that hides ansible-core's private template-vars module from config_file (core's own
+# template action still has it), as a core that moved or removed it would: config_file must fall
+# back to template/copy and say so once per run.
+HIDE_PRIVATE_IMPORT = """\
+import builtins
+real_import = builtins.__import__
+def hiding_import(name, globals=None, locals=None, fromlist=(), level=0):
+    importer = (globals or {}).get("__file__") or ""
+    if name == "ansible._internal._templating._template_vars" and importer.endswith("action/config_file.py"):
+        raise ImportError("hidden by the test: " + name)
+    return real_import(name, globals, locals, fromlist, level)
+builtins.__import__ = hiding_import
+"""
+
+
+def test_a_core_without_its_private_import_falls_back_to_template_and_copy_and_says_so_once(tmp_path):
+    write_role(tmp_path)
+    role_tasks(
+        tmp_path,
+        "ours",
+        f"""\
+        - name: Ours
+          config_file:
+            src: probe.conf.j2
+            dest: {tmp_path}/{{{{ name }}}}.conf
+            mode: "0640"
+        - name: Ours, twice
+          config_file:
+            src: probe.conf.j2
+            dest: {tmp_path}/{{{{ name }}}}-2.conf
+            mode: "0640"
+        - name: Content
+          config_file:
+            content: "plain {{{{ name }}}}\\n"
+            dest: {tmp_path}/{{{{ name }}}}.txt
+        """,
+    )
+    hiding = tmp_path / "hide"
+    hiding.mkdir()
+    (hiding / "sitecustomize.py").write_text(HIDE_PRIVATE_IMPORT)
+    run_play(tmp_path, in_role("ours"), "-e", "name=normal")
+    hidden = {"PYTHONPATH": str(hiding)}
+    done = run_play(tmp_path, in_role("ours"), "-vvv", "-e", "name=fallback", env=hidden)
+    output = done.stdout + done.stderr
+    assert output.count("config_file: this ansible-core lacks what it renders with") == 1, output[-3000:]
+    assert "hidden by the test" in output
+    normal, fallback = (tmp_path / "normal.conf").read_bytes(), (tmp_path / "fallback.conf").read_bytes()
+    assert fallback == normal.replace(b"normal.conf", b"fallback.conf")
+    assert oct((tmp_path / "fallback.conf").stat().st_mode & 0o777) == "0o640"
+    assert (tmp_path / "fallback.txt").read_text() == "plain fallback\n"
+    assert round_trips(done, "probe : Ours") >= 4  # template's round trips: the fallback really ran
+    again = run_play(tmp_path, in_role("ours"), "-e", "name=fallback", env=hidden)
+    assert "changed" not in changes(again)
