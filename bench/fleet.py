@@ -118,9 +118,9 @@ class PeakPss:
 
 def stage_of_plays(project: Path) -> dict[str, str]:
     """Play name -> stage, from each stage's playbook (site.yml imports them in the registry's order)."""
-    registry = yaml.safe_load((project / "playbooks" / "vars" / "stages.yml").read_text())
+    registry = yaml.safe_load((project / "roles" / "clusterforge" / "vars" / "main.yml").read_text())
     mapping = {}
-    for stage in registry["clusterforge_stages"]:
+    for stage in registry["__clusterforge_stages"]:
         for play in yaml.safe_load((project / "playbooks" / f"{stage['name']}.yml").read_text()):
             if "hosts" in play:
                 mapping[play["name"]] = stage["name"]

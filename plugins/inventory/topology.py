@@ -24,6 +24,9 @@ description:
     C(slurm_login) (login), C(k8s_control_plane) (head), C(k8s_workers) (compute). The topology's
     C(ansible.orchestrator_groups) replaces the roles of any of them, for example
     C(orchestrator_groups: {slurm_login: [head]})."
+  - "C(gpu_software), holding the role groups the topology's C(ansible.gpu_software) lists (none by
+    default): hosts without GPUs that the gpu stage still gives the GPU software
+    C(clusterforge_gpu_components) chooses (a login node that builds against CUDA, the lab)."
   - "Variables of C(all): clusterforge_cluster, clusterforge_domain, clusterforge_topology_file and
     the topology's C(ansible.vars). Of C(su<n>): clusterforge_unit. Of C(type_<node type>):
     clusterforge_node_type and what the checks expect of every node of the type,

@@ -1,5 +1,6 @@
-"""The stage registry (playbooks/vars/stages.yml): the stages of site.yml, in order, with their
-roles, hosts and orchestrator. Ansible loads the same file (vars_files), so the runner and the
+"""The stage registry (roles/clusterforge/vars/main.yml): the stages of site.yml, in order, with their
+roles, hosts and orchestrator. Ansible loads the same file (the role vars of the clusterforge role
+every stage play lists), so the runner and the
 playbooks cannot disagree about which stages exist."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import yaml
 from clusterforge.errors import UsageError
 
 # Relative to the project directory (the one holding site.yml).
-REGISTRY = Path("playbooks") / "vars" / "stages.yml"
+REGISTRY = Path("roles") / "clusterforge" / "vars" / "main.yml"
 ORCHESTRATORS = ("slurm", "kubernetes")
 
 
@@ -73,24 +74,24 @@ def load(project: Path, path: Path = REGISTRY) -> Registry:
 
 def _parse(document: dict) -> Registry:
     choices = {
-        name: tuple(orchestrators) for name, orchestrators in document["clusterforge_orchestrator_choices"].items()
+        name: tuple(orchestrators) for name, orchestrators in document["__clusterforge_orchestrator_choices"].items()
     }
     unknown = {o for orchestrators in choices.values() for o in orchestrators} - set(ORCHESTRATORS)
     if unknown:
         raise ValueError(f"unknown orchestrators {sorted(unknown)}: expected {', '.join(ORCHESTRATORS)}")
     registry = Registry(
-        stages=tuple(_stage(entry) for entry in document["clusterforge_stages"]),
+        stages=tuple(_stage(entry) for entry in document["__clusterforge_stages"]),
         orchestrator_choices=choices,
-        default_orchestrator=document["clusterforge_orchestrator_default"],
-        rolling_update_default_stage=document["clusterforge_rolling_update_default_stage"],
+        default_orchestrator=document["__clusterforge_orchestrator_default"],
+        rolling_update_default_stage=document["__clusterforge_rolling_update_default_stage"],
     )
     if len(set(registry.names)) != len(registry.names):
         raise ValueError(f"a stage is listed twice: {', '.join(registry.names)}")
     if registry.default_orchestrator not in choices:
-        raise ValueError(f"clusterforge_orchestrator_default {registry.default_orchestrator!r} is not a choice")
+        raise ValueError(f"__clusterforge_orchestrator_default {registry.default_orchestrator!r} is not a choice")
     default_stage = registry.rolling_update_default_stage
     if default_stage not in registry.rollable:
-        raise ValueError(f"clusterforge_rolling_update_default_stage {default_stage!r} is not a stage with roles")
+        raise ValueError(f"__clusterforge_rolling_update_default_stage {default_stage!r} is not a stage with roles")
     return registry
 
 

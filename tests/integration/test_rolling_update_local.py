@@ -1,7 +1,8 @@
 """playbooks/rolling_update.yml on hosts reached with the local connection, with a fake scontrol
 and systemctl (tests/integration/test_node_drain_local.py) and a test stage (role rolled_stage,
-given as the registry with -e) that changes nothing: a node whose GPU check fails after the
-stage stays drained, a node that passes is returned to service, an administrator's drain stays.
+given as the registry with -e, its task file in a copy of playbooks/) that changes nothing: a node
+whose GPU check fails after the stage stays drained, a node that passes is returned to service,
+an administrator's drain stays.
 tests/integration/test_rolling_update.py rolls the real base stage on the lab."""
 
 from __future__ import annotations
@@ -44,13 +45,20 @@ def rolled(tmp_path_factory) -> dict:
         (replay / host).mkdir(parents=True)  # empty: no GPU, no HCA to check ("skipped: no hardware")
     shutil.copy(POWER_BRAKE, replay / "node06" / "nvidia-smi-q.txt")
     inventory = local_inventory(tmp, {"node01": "", "node02": "", "node06": "clusterforge_expected_gpus=8"})
-    registry = {"clusterforge_stages": [STAGE]}
+    registry = {"__clusterforge_stages": [STAGE]}
+    # The stage's one definition, as the project's stages have theirs (playbooks/stages/<name>.yml),
+    # in a copy of the project's playbooks.
+    playbooks = tmp / "playbooks"
+    shutil.copytree(PROJECT / "playbooks", playbooks)
+    (playbooks / "stages" / "rolled.yml").write_text(
+        "- name: Rolled stage\n  ansible.builtin.include_role:\n    name: rolled_stage\n"
+    )
     # One node a batch, in inventory order: node06 fails last, after the others were rolled.
     return play(
         tmp,
         env,
         inventory,
-        PROJECT / "playbooks" / "rolling_update.yml",
+        playbooks / "rolling_update.yml",
         "-e",
         json.dumps(registry),
         "-e",

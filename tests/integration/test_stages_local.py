@@ -79,7 +79,7 @@ def test_an_unknown_stage_at_the_gate_is_a_clear_error(tmp_path, registry_with_o
         "stage=lsf",
     )
     assert done.returncode == 2
-    names = [s["name"] for s in yaml.safe_load(registry_with_orchestrator_stages.read_text())["clusterforge_stages"]]
+    names = [s["name"] for s in yaml.safe_load(registry_with_orchestrator_stages.read_text())["__clusterforge_stages"]]
     assert f"unknown stage lsf: expected one of {', '.join(names)}" in done.stdout
 
 
@@ -117,3 +117,31 @@ def test_rolling_update_accepts_exactly_the_stages_with_roles(tmp_path):
     assert done.returncode == 2, done.stdout[-3000:] + done.stderr
     expected = f"rolling update: unknown stage preflight; expected one of {', '.join(registry.rollable)}"
     assert expected in " ".join(done.stdout.split())
+
+
+def listed_tasks(done) -> list[str]:
+    """Task names of `ansible-playbook --list-tasks` output, in order (every play's)."""
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    return re.findall(r"^ {6}(.+?)\tTAGS: ", done.stdout, flags=re.MULTILINE)
+
+
+@pytest.mark.parametrize("stage", stages.load(PROJECT).rollable)
+def test_a_stage_runs_the_same_tasks_alone_and_in_a_rolling_update(tmp_path, stage):
+    """One definition of each stage: between the drain and the node checks, rolling_update.yml runs
+    exactly the tasks of the stage's own playbook (gate, checks and role includes alike)."""
+    hosts = inventory(tmp_path, local="")
+    alone = listed_tasks(playbook(tmp_path, PROJECT / "playbooks" / f"{stage}.yml", hosts, "--list-tasks"))
+    rolled = listed_tasks(
+        playbook(
+            tmp_path,
+            PROJECT / "playbooks" / "rolling_update.yml",
+            hosts,
+            "--list-tasks",
+            "-e",
+            f"rolling_update_stage={stage}",
+        )
+    )
+    start = rolled.index("Drain the batch from its scheduler") + 1
+    end = rolled.index("Reboot where the stage requires it and reboots are allowed")
+    assert alone, f"{stage}.yml lists no task"
+    assert rolled[start:end] == alone

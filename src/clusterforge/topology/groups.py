@@ -9,6 +9,10 @@ NVSWITCH = "nvswitch"  # its GPUs sit on NVSwitches
 INFINIBAND = "infiniband"  # an HCA on an InfiniBand fabric
 ROCE = "roce"  # an HCA on an Ethernet fabric that carries RDMA (purpose compute or storage)
 CAPABILITY_GROUPS = (GPU, NVSWITCH, INFINIBAND, ROCE)
+# Hosts without GPUs that still get the GPU software clusterforge_gpu_components chooses (a login
+# node that builds against CUDA, an image build, the lab): the topology's ansible.gpu_software
+# roles. The gpu stage targets gpu:gpu_software.
+GPU_SOFTWARE = "gpu_software"
 # Ethernet fabrics of these purposes carry RDMA (RoCE); in-band and out-of-band ones carry TCP/IP.
 RDMA_PURPOSES = ("compute", "storage")
 

@@ -96,6 +96,7 @@ def build(plan: ClusterPlan) -> InventoryData:
             data.children[capability].append(group_name("type", type_name))
     for orchestrator_group, roles in orchestrator_groups(topology).items():
         data.children[orchestrator_group] = [role for role in roles if role in topology.roles]
+    data.children[groups.GPU_SOFTWARE] = [role for role in topology.ansible.gpu_software if role in topology.roles]
     # A role has one node type and one site, so site and node-type groups hold role groups,
     # and a unit's number is a variable of its group: fewer per-host entries for Ansible.
     # No umbrella groups (all sites, all units): each group above a host costs Ansible work

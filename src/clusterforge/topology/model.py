@@ -304,6 +304,12 @@ class AnsibleSettings(Strict):
         default_factory=dict, description="e.g. {slurm_login: [head]}; default: head, compute and login roles"
     )
 
+    # Roles whose hosts have no GPUs but get the GPU software (groups.GPU_SOFTWARE).
+    gpu_software: list[RoleName] = Field(
+        default_factory=list,
+        description="roles whose nodes get the gpu stage without GPUs (clusterforge_gpu_components chooses what)",
+    )
+
     @field_validator("orchestrator_groups")
     @classmethod
     def _known_orchestrator_groups(cls, groups: dict[str, list[str]]) -> dict[str, list[str]]:

@@ -1,5 +1,5 @@
-"""playbooks/vars/stages.yml is the one list of stages: site.yml, the stage playbooks, the runner
-and the CLI follow it."""
+"""roles/clusterforge/vars/main.yml holds the one list of stages: site.yml, the stage playbooks, their
+task files (playbooks/stages/), rolling_update.yml, the runner and the CLI follow it."""
 
 from __future__ import annotations
 
@@ -21,28 +21,31 @@ def _plays(path: Path) -> list[dict]:
     return yaml.safe_load(path.read_text())
 
 
-def _role_entries(play: dict) -> list[tuple[str, dict]]:
-    """The stage roles a play applies, in order, each with its entry: listed under roles:, or
-    included by a task applying it where the host_roles variable lists it (a host skips a role it
-    does not get in one task). Other included roles (preflight's gpu_stack_check) are no stage's."""
-    listed = [(entry["role"], entry) if isinstance(entry, dict) else (entry, {}) for entry in play.get("roles", [])]
-    included = [
-        (task["ansible.builtin.include_role"]["name"], task)
-        for task in play.get("tasks", [])
-        if "ansible.builtin.include_role" in task
-        and str(task.get("when", "")).startswith(f"'{task['ansible.builtin.include_role']['name']}' in ")
-    ]
-    return listed + included
+def _stage_tasks(name: str) -> list[dict]:
+    """playbooks/stages/<name>.yml: the stage's one definition ([] for a stage without roles)."""
+    path = PROJECT / "playbooks" / "stages" / f"{name}.yml"
+    return (yaml.safe_load(path.read_text()) or []) if path.exists() else []
 
 
-def _roles(play: dict) -> list[str]:
-    return [name for name, _ in _role_entries(play)]
+def _role_entries(tasks: list[dict]) -> list[tuple[str, dict]]:
+    """The stage roles a task list applies, in order, each with its task: imported (every host of
+    the stage gets it) or included where a `when` names the role (a host skips a role it does not
+    get in one task). Other included roles (preflight's gpu_stack_check) are no stage's."""
+    found = []
+    for task in tasks:
+        if "ansible.builtin.import_role" in task:
+            found.append((task["ansible.builtin.import_role"]["name"], task))
+        elif "ansible.builtin.include_role" in task:
+            name = task["ansible.builtin.include_role"]["name"]
+            if str(task.get("when", "")).startswith(f"'{name}' in "):
+                found.append((name, task))
+    return found
 
 
-def _gate_stage(play: dict) -> str | None:
-    """The stage a play's first pre_task gates on (tasks/stage_gate.yml), if it is that import."""
-    first = (play.get("pre_tasks") or [{}])[0]
-    if first.get("ansible.builtin.import_tasks") != "tasks/stage_gate.yml":
+def _gate_stage(tasks: list[dict]) -> str | None:
+    """The stage a task list's first task gates on (tasks/stage_gate.yml), if it is that import."""
+    first = (tasks or [{}])[0]
+    if first.get("ansible.builtin.import_tasks") not in ("tasks/stage_gate.yml", "../tasks/stage_gate.yml"):
         return None
     return first.get("vars", {}).get("__stage_gate_stage")
 
@@ -52,11 +55,11 @@ def test_the_loader_reads_every_entry_of_the_file():
         {"name": s.name, "hosts": s.hosts, "roles": list(s.roles), "orchestrator": s.orchestrator}
         | ({"host_roles": s.host_roles} if s.host_roles else {})
         for s in REGISTRY.stages
-    ] == RAW["clusterforge_stages"]
-    assert REGISTRY.orchestrator_choices == {k: tuple(v) for k, v in RAW["clusterforge_orchestrator_choices"].items()}
+    ] == RAW["__clusterforge_stages"]
+    assert REGISTRY.orchestrator_choices == {k: tuple(v) for k, v in RAW["__clusterforge_orchestrator_choices"].items()}
     assert set(REGISTRY.orchestrator_choices) == {"slurm", "kubernetes", "both", "none"}
-    assert REGISTRY.default_orchestrator == RAW["clusterforge_orchestrator_default"]
-    assert REGISTRY.rolling_update_default_stage == RAW["clusterforge_rolling_update_default_stage"]
+    assert REGISTRY.default_orchestrator == RAW["__clusterforge_orchestrator_default"]
+    assert REGISTRY.rolling_update_default_stage == RAW["__clusterforge_rolling_update_default_stage"]
 
 
 def test_site_imports_exactly_the_registry_stages_in_order():
@@ -67,43 +70,70 @@ def test_site_imports_exactly_the_registry_stages_in_order():
 def test_every_stage_playbook_is_in_the_registry():
     playbooks = {path.stem for path in (PROJECT / "playbooks").glob("*.yml")} - {"rolling_update"}
     assert playbooks == set(REGISTRY.names)
+    task_files = {path.stem for path in (PROJECT / "playbooks" / "stages").glob("*.yml")}
+    assert task_files == set(REGISTRY.rollable)
 
 
 @pytest.mark.parametrize("stage", REGISTRY.stages, ids=lambda s: s.name)
-def test_each_stage_playbook_applies_exactly_its_roles_on_its_hosts(stage):
+def test_each_stage_playbook_targets_its_hosts_with_the_registry_loaded_once(stage):
     plays = _plays(PROJECT / "playbooks" / f"{stage.name}.yml")
-    assert [role for play in plays for role in _roles(play)] == list(stage.roles)
     assert {play["hosts"] for play in plays} == {stage.hosts}
+    for play in plays:
+        # The registry comes from the constants role's vars (read once), never from vars_files.
+        assert "vars_files" not in play
+        if stage.roles or stage.orchestrator:
+            assert play["roles"] == [{"role": "clusterforge"}]
+
+
+@pytest.mark.parametrize("stage", [s for s in REGISTRY.stages if s.roles], ids=lambda s: s.name)
+def test_a_stage_with_roles_is_its_task_file_and_nothing_else(stage):
+    """playbooks/<stage>.yml runs exactly playbooks/stages/<stage>.yml, the file rolling_update.yml
+    imports: one definition of the stage, its gate and checks included."""
+    (play,) = _plays(PROJECT / "playbooks" / f"{stage.name}.yml")
+    assert play["tasks"] == [
+        {"name": f"Stage {stage.name}", "ansible.builtin.import_tasks": f"stages/{stage.name}.yml"}
+    ]
+    assert not {"pre_tasks", "post_tasks", "handlers"} & set(play)
+    assert [name for name, _ in _role_entries(_stage_tasks(stage.name))] == list(stage.roles)
+
+
+def test_rolling_update_imports_the_stage_task_file():
+    (play,) = _plays(PROJECT / "playbooks" / "rolling_update.yml")
+    assert play["roles"] == [{"role": "clusterforge"}]
+    assert "vars_files" not in play
+    (apply,) = play["tasks"]
+    assert apply["ansible.builtin.import_tasks"].startswith("stages/{{ __rolling_update_stage if")
 
 
 @pytest.mark.parametrize("stage", [s for s in REGISTRY.stages if s.host_roles], ids=lambda s: s.name)
-def test_a_stage_with_host_roles_applies_each_role_only_where_that_variable_lists_it(stage):
-    """The stage playbook and rolling_update.yml read the same variable, from a vars file both load."""
-    plays = _plays(PROJECT / "playbooks" / f"{stage.name}.yml")
-    for play in plays:
-        entries = _role_entries(play)
-        assert entries
-        for name, entry in entries:
-            assert entry["when"] == f"'{name}' in {stage.host_roles}", entry
-    rolling = _plays(PROJECT / "playbooks" / "rolling_update.yml")[0]
-    defining = [
-        f for f in plays[0]["vars_files"] if stage.host_roles in yaml.safe_load((PROJECT / "playbooks" / f).read_text())
-    ]
-    assert defining and set(defining) <= set(rolling["vars_files"])
+def test_a_stage_with_host_roles_includes_each_role_only_where_that_variable_lists_it(stage):
+    entries = _role_entries(_stage_tasks(stage.name))
+    assert [name for name, _ in entries] == list(stage.roles)
+    for name, task in entries:
+        assert "ansible.builtin.include_role" in task, name
+        assert task["when"] == f"'{name}' in {stage.host_roles}", task
+    assert stage.host_roles in RAW, f"{stage.host_roles} is not defined next to the registry"
+
+
+@pytest.mark.parametrize("stage", [s for s in REGISTRY.stages if s.roles and not s.host_roles], ids=lambda s: s.name)
+def test_a_stage_without_host_roles_imports_its_roles_for_every_host(stage):
+    for name, task in _role_entries(_stage_tasks(stage.name)):
+        assert "ansible.builtin.import_role" in task and "when" not in task, name
 
 
 @pytest.mark.parametrize("stage", REGISTRY.stages, ids=lambda s: s.name)
-def test_an_orchestrator_stage_is_gated_in_every_play(stage):
-    plays = _plays(PROJECT / "playbooks" / f"{stage.name}.yml")
+def test_an_orchestrator_stage_is_gated_first(stage):
     expected = stage.name if stage.orchestrator else None
-    assert [_gate_stage(play) for play in plays] == [expected] * len(plays)
+    assert _gate_stage(_stage_tasks(stage.name)) == expected
+    for play in _plays(PROJECT / "playbooks" / f"{stage.name}.yml"):
+        assert _gate_stage(play.get("pre_tasks", [])) is None, "the gate belongs in the stage's task file"
 
 
 def test_the_gate_is_recognised_only_with_its_stage():
-    gate = {"ansible.builtin.import_tasks": "tasks/stage_gate.yml", "vars": {"__stage_gate_stage": "slurm"}}
-    assert _gate_stage({"pre_tasks": [gate]}) == "slurm"
-    assert _gate_stage({"pre_tasks": [{"ansible.builtin.debug": {}}, gate]}) is None
-    assert _gate_stage({"tasks": [gate]}) is None
+    gate = {"ansible.builtin.import_tasks": "../tasks/stage_gate.yml", "vars": {"__stage_gate_stage": "slurm"}}
+    assert _gate_stage([gate]) == "slurm"
+    assert _gate_stage([{"ansible.builtin.debug": {}}, gate]) is None
+    assert _gate_stage([]) is None
 
 
 def test_every_stage_resolves_to_its_playbook(project):
@@ -112,7 +142,7 @@ def test_every_stage_resolves_to_its_playbook(project):
 
 
 def test_rollable_stages_are_those_with_roles():
-    assert REGISTRY.rollable == tuple(s["name"] for s in RAW["clusterforge_stages"] if s["roles"])
+    assert REGISTRY.rollable == tuple(s["name"] for s in RAW["__clusterforge_stages"] if s["roles"])
     assert REGISTRY.rolling_update_default_stage in REGISTRY.rollable
 
 
@@ -157,15 +187,15 @@ def _write(tmp_path: Path, **changes) -> Path:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"clusterforge_stages": [*RAW["clusterforge_stages"], RAW["clusterforge_stages"][0]]}, "listed twice"),
+        ({"__clusterforge_stages": [*RAW["__clusterforge_stages"], RAW["__clusterforge_stages"][0]]}, "listed twice"),
         (
-            {"clusterforge_stages": [{"name": "x", "hosts": "all", "roles": [], "orchestrator": "pbs"}]},
+            {"__clusterforge_stages": [{"name": "x", "hosts": "all", "roles": [], "orchestrator": "pbs"}]},
             "stage x: orchestrator 'pbs'",
         ),
-        ({"clusterforge_orchestrator_choices": {"pbs": ["pbs"]}}, "unknown orchestrators"),
-        ({"clusterforge_orchestrator_default": "lsf"}, "clusterforge_orchestrator_default 'lsf' is not a choice"),
-        ({"clusterforge_rolling_update_default_stage": "validate"}, "'validate' is not a stage with roles"),
-        ({"clusterforge_stages": [{"name": "x", "roles": []}]}, "'hosts'"),
+        ({"__clusterforge_orchestrator_choices": {"pbs": ["pbs"]}}, "unknown orchestrators"),
+        ({"__clusterforge_orchestrator_default": "lsf"}, "__clusterforge_orchestrator_default 'lsf' is not a choice"),
+        ({"__clusterforge_rolling_update_default_stage": "validate"}, "'validate' is not a stage with roles"),
+        ({"__clusterforge_stages": [{"name": "x", "roles": []}]}, "'hosts'"),
     ],
 )
 def test_a_broken_registry_names_the_file_and_the_problem(tmp_path, changes, message):

@@ -11,13 +11,25 @@ import yaml
 from tests.paths import PROJECT
 
 ROLES = sorted(p for p in (PROJECT / "roles").iterdir() if p.is_dir())
+# Constants roles (roles/clusterforge, as Kubespray's kubespray_defaults): no tasks, only internal
+# role vars that the plays listing the role load once. No public interface to hold together.
+CONSTANTS_ROLES = [role for role in ROLES if not (role / "tasks").exists()]
+TASK_ROLES = [role for role in ROLES if role not in CONSTANTS_ROLES]
 
 
 def _load(path: Path) -> dict:
-    return yaml.safe_load(path.read_text()) or {}
+    return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
 
 
-@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("role", CONSTANTS_ROLES, ids=lambda p: p.name)
+def test_a_constants_role_has_no_interface_and_no_validation_task(role):
+    """An argument spec would add a validate_argument_spec task to every play that lists the role."""
+    assert not (role / "defaults").exists()
+    assert not (role / "meta" / "argument_specs.yml").exists()
+    assert _load(role / "vars" / "main.yml"), "the role holds its constants in vars/main.yml"
+
+
+@pytest.mark.parametrize("role", TASK_ROLES, ids=lambda p: p.name)
 def test_defaults_match_argument_specs(role):
     defaults = _load(role / "defaults" / "main.yml")
     options = _load(role / "meta" / "argument_specs.yml")["argument_specs"]["main"]["options"]
@@ -43,7 +55,7 @@ def test_readme_lists_exactly_the_public_variables(role):
     assert sorted(listed) == sorted(defaults)
 
 
-@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("role", TASK_ROLES, ids=lambda p: p.name)
 def test_os_data_reaches_tasks_only_through_public_defaults(role):
     """vars/<OS>.yml holds __ names; tasks, handlers and templates read the overridable default.
     vars/main.yml holds the role's internal constants (not OS data, not meant to be overridden)."""

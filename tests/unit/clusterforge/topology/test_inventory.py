@@ -188,6 +188,26 @@ def test_the_topology_replaces_an_orchestrator_groups_roles(tmp_path):
     assert data.children["slurm_controller"] == ["head"]
 
 
+def test_gpu_software_holds_the_roles_the_topology_names(tmp_path, superpod):
+    # Empty by default: a host without GPUs is outside the gpu stage unless the topology says so.
+    assert superpod.children[groups.GPU_SOFTWARE] == []
+    assert hosts_of(superpod, groups.GPU_SOFTWARE) == set()
+    # The lab's compute nodes (no GPUs) get the gpu stage's small set through it; the head does not.
+    lab = build(load(LAB, links=False))
+    assert lab.children[groups.GPU_SOFTWARE] == ["compute"]
+    assert lab.children[groups.GPU] == []
+    # A role the topology does not have makes no empty child group.
+    source = with_ansible_settings(tmp_path, LAB, gpu_software=["login", "head"])
+    assert build(load(source, links=False)).children[groups.GPU_SOFTWARE] == ["head"]
+
+
+def test_an_unknown_gpu_software_role_is_refused(tmp_path):
+    source = with_ansible_settings(tmp_path, LAB, gpu_software=["workers"])
+    with pytest.raises(TopologyError) as error:
+        load(source)
+    assert "ansible.gpu_software" in str(error.value)
+
+
 def test_an_unknown_orchestrator_group_is_refused(tmp_path):
     source = with_ansible_settings(tmp_path, LAB, orchestrator_groups={"slurm_logins": ["head"]})
     with pytest.raises(TopologyError) as error:
