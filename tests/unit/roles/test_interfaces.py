@@ -69,3 +69,29 @@ def test_os_data_reaches_tasks_only_through_public_defaults(role):
         )
         direct = [str(p.relative_to(role)) for p in users if re.search(rf"\b{name}\b", p.read_text())]
         assert direct == [], f"{name} used directly instead of its public default"
+
+
+# Galaxy's platform names and versions -> the distribution-major names the roles' tables use
+# (ansible_facts distribution ~ '-' ~ distribution_major_version); EL 9 is RHEL and Rocky 9.
+GALAXY_RELEASES = {
+    ("Debian", "bookworm"): {"Debian-12"},
+    ("Debian", "trixie"): {"Debian-13"},
+    ("Ubuntu", "jammy"): {"Ubuntu-22"},
+    ("Ubuntu", "noble"): {"Ubuntu-24"},
+    ("EL", "9"): {"RedHat-9", "Rocky-9"},
+}
+TABLED_ROLES = [
+    role for role in TASK_ROLES if f"__{role.name}_supported_releases" in _load(role / "vars" / "main.yml")
+]
+
+
+@pytest.mark.parametrize("role", TABLED_ROLES, ids=lambda p: p.name)
+def test_the_supported_releases_table_is_what_meta_says(role):
+    """One table per role (vars/main.yml __<role>_supported_releases, which its tasks assert) and
+    meta/main.yml's platforms say the same releases."""
+    table = set(_load(role / "vars" / "main.yml")[f"__{role.name}_supported_releases"])
+    platforms = _load(role / "meta" / "main.yml")["galaxy_info"]["platforms"]
+    meta = set().union(
+        *(GALAXY_RELEASES[(platform["name"], str(version))] for platform in platforms for version in platform["versions"])
+    )
+    assert table == meta
