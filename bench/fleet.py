@@ -116,11 +116,18 @@ class PeakPss:
         self._thread.join()
 
 
+# The stage registry: where it is, and where it was before roles/clusterforge (for --before).
+REGISTRIES = (
+    (Path("roles/clusterforge/vars/main.yml"), "__clusterforge_stages"),
+    (Path("playbooks/vars/stages.yml"), "clusterforge_stages"),
+)
+
+
 def stage_of_plays(project: Path) -> dict[str, str]:
     """Play name -> stage, from each stage's playbook (site.yml imports them in the registry's order)."""
-    registry = yaml.safe_load((project / "roles" / "clusterforge" / "vars" / "main.yml").read_text())
+    path, key = next((path, key) for path, key in REGISTRIES if (project / path).exists())
     mapping = {}
-    for stage in registry["__clusterforge_stages"]:
+    for stage in yaml.safe_load((project / path).read_text())[key]:
         for play in yaml.safe_load((project / "playbooks" / f"{stage['name']}.yml").read_text()):
             if "hosts" in play:
                 mapping[play["name"]] = stage["name"]
@@ -172,7 +179,12 @@ def write_inventory(workdir: Path, hosts: int) -> list[Path]:
 
 
 def environment(
-    workdir: Path, config: Path, extra: dict[str, str], without: tuple[str, ...] = (), inventory: str = "yaml"
+    workdir: Path,
+    config: Path,
+    extra: dict[str, str],
+    without: tuple[str, ...] = (),
+    inventory: str = "yaml",
+    project: Path = PROJECT,
 ) -> dict[str, str]:
     """Where the project's roles and plugins are (the same for every setting: paths, not tuning),
     the bench's fact module and callback, and the setting under test (its config's callbacks but
@@ -182,15 +194,15 @@ def environment(
         # A switch set in the caller's shell must not turn the default setting into another one.
         **{name: value for name, value in os.environ.items() if name not in ACCELERATED},
         "ANSIBLE_CONFIG": str(config),
-        "ANSIBLE_ROLES_PATH": str(PROJECT / "roles"),
-        "ANSIBLE_LIBRARY": f"{PROJECT / 'plugins/modules'}:{PLUGINS / 'modules'}",
-        "ANSIBLE_ACTION_PLUGINS": str(PROJECT / "plugins/action"),
-        "ANSIBLE_MODULE_UTILS": str(PROJECT / "plugins/module_utils"),
-        "ANSIBLE_INVENTORY_PLUGINS": str(PROJECT / "plugins/inventory"),
-        "ANSIBLE_FILTER_PLUGINS": str(PROJECT / "plugins/filter"),
-        "ANSIBLE_DOC_FRAGMENT_PLUGINS": str(PROJECT / "plugins/doc_fragments"),
+        "ANSIBLE_ROLES_PATH": str(project / "roles"),
+        "ANSIBLE_LIBRARY": f"{project / 'plugins/modules'}:{PLUGINS / 'modules'}",
+        "ANSIBLE_ACTION_PLUGINS": str(project / "plugins/action"),
+        "ANSIBLE_MODULE_UTILS": str(project / "plugins/module_utils"),
+        "ANSIBLE_INVENTORY_PLUGINS": str(project / "plugins/inventory"),
+        "ANSIBLE_FILTER_PLUGINS": str(project / "plugins/filter"),
+        "ANSIBLE_DOC_FRAGMENT_PLUGINS": str(project / "plugins/doc_fragments"),
         "ANSIBLE_INVENTORY_ENABLED": inventory,
-        "ANSIBLE_CALLBACK_PLUGINS": f"{PROJECT / 'plugins/callback'}:{PLUGINS / 'callback'}",
+        "ANSIBLE_CALLBACK_PLUGINS": f"{project / 'plugins/callback'}:{PLUGINS / 'callback'}",
         "ANSIBLE_CALLBACKS_ENABLED": callbacks,
         "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(workdir / "facts"),
         "ANSIBLE_NOCOLOR": "1",
@@ -220,6 +232,7 @@ def run_site(
     check: bool = True,
     idempotent: bool = True,
     limit: list[str] | None = None,
+    project: Path = PROJECT,
 ) -> dict:
     """One `ansible-playbook site.yml` (`--check` unless told otherwise): wall, CPU of the whole tree
     and of the main process, peak PSS, and the callback's plays. A real re-run (idempotent) must
@@ -232,7 +245,7 @@ def run_site(
     start = time.perf_counter()
     with log.open("w") as output:
         process = subprocess.Popen(
-            command, cwd=PROJECT, env={**env, "FLEET_TASKS_OUT": str(plays_file)}, stdout=output, stderr=output
+            command, cwd=project, env={**env, "FLEET_TASKS_OUT": str(plays_file)}, stdout=output, stderr=output
         )
         with PeakPss(process.pid) as memory:
             # Wait for the exit without reaping, to read the main process's own CPU time from its zombie.
@@ -347,6 +360,21 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 
 
 @contextlib.contextmanager
+def checkout(ref: str, into: Path) -> Path:
+    """The project as it was at `ref` (git archive): for --before."""
+    into.mkdir()
+    archive = subprocess.run(["git", "-C", str(PROJECT), "archive", ref], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def tasks_per_host(stage: dict | None) -> str:
+    if not stage or not stage["hosts"]:
+        return "0"
+    low, high = stage["min_per_host"], stage["max_per_host"]
+    return str(high) if low == high else f"{low}-{high}"
+
+
 def lab_nodes(workdir: Path, size: str):
     """A lab of its own (SSH, the lab's default connection), removed afterwards: its inventory."""
     env = {**os.environ, "CLUSTERFORGE_STATE_DIR": str(workdir / "state")}
@@ -375,10 +403,18 @@ def main() -> int:
         action="store_true",
         help="with --lab: also re-run on fewer nodes, for the cost each further host-task adds",
     )
+    parser.add_argument(
+        "--before",
+        metavar="REF",
+        help="with --lab: also re-run the site.yml of this git commit (stock settings) on the same lab, "
+        "and print its tasks per host per stage beside the current ones",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     if args.marginal and not args.lab:
         raise SystemExit("--marginal measures a lab: add --lab (and --size medium or larger for a clear difference)")
+    if args.before and not args.lab:
+        raise SystemExit("--before counts every stage's tasks on a lab: add --lab")
     if args.hosts < 1 or args.repeat < 1:
         raise SystemExit(f"--hosts {args.hosts} --repeat {args.repeat}: expected positive numbers")
     sys.path.insert(0, str(PROJECT / "src"))
@@ -395,7 +431,7 @@ def main() -> int:
     if not args.no_mitogen:
         settings["project+mitogen"] = (project, mitogen.environment(), ())
     plugins = "topology,yaml" if args.lab else "yaml"
-    results, results_few, failures, few = {}, {}, {}, None
+    results, results_few, failures, few, before = {}, {}, {}, None, None
     with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
         workdir = Path(tmp)
         empty = workdir / "stock.cfg"
@@ -431,6 +467,13 @@ def main() -> int:
                         continue
                     results[name] = least_cpu(results.get(name), measured)
                     print(f"measured {name} ({turn + 1} of {args.repeat})", file=sys.stderr)
+            if args.before:
+                # The commit's own playbooks and roles on the lab the current ones converged: a
+                # re-run (not required to change nothing: the commit is not what converged the lab).
+                old = checkout(args.before, workdir / "before")
+                env = environment(workdir, empty, BUILTIN_FILES, inventory=plugins, project=old)
+                before_run = run_site(workdir, inventory, env, "before", check=False, idempotent=False, project=old)
+                before = (old, before_run)
     hosts = len({host for play in results["project"]["plays"] for host in play["tasks"]})
     stages = stage_of_plays(PROJECT)
     if args.lab:
@@ -489,6 +532,28 @@ def main() -> int:
             ["stage", "tasks/host", "host-tasks", "changed", "cpu s", "stock cpu s"],
         )
     )
+    if before:
+        old, before_run = before
+        old_stages = per_stage(before_run["plays"], stage_of_plays(old))
+        print(f"\ntasks per host per stage: before ({args.before}, stock settings) and after (this tree, stock)")
+        print(
+            table(
+                [
+                    [
+                        stage,
+                        tasks_per_host(old_stages.get(stage)),
+                        tasks_per_host(stock_stages.get(stage)),
+                        old_stages.get(stage, {}).get("host_tasks", 0),
+                        stock_stages.get(stage, {}).get("host_tasks", 0),
+                    ]
+                    for stage in dict.fromkeys([*old_stages, *stock_stages])
+                ]
+                + [["all", "", "", before_run["host_tasks"], results["stock"]["host_tasks"]]],
+                ["stage", "tasks/host before", "tasks/host after", "host-tasks before", "host-tasks after"],
+            )
+        )
+        changed = sum(stage["changed"] for stage in old_stages.values())
+        print(f"(the before re-run changed {changed} host-tasks; cpu {before_run['cpu_s']:.1f} s)")
     for name, message in failures.items():
         print(f"\n{name} FAILED (not measured):\n{message}")
     margins = {name: marginal(results_few[name], results[name]) for name in results_few}
@@ -518,7 +583,14 @@ def main() -> int:
         figures = {name: {k: v for k, v in f.items() if k != "plays"} for name, f in results.items()}
         Path(args.json).write_text(
             json.dumps(
-                {"hosts": hosts, "lab": args.lab, "settings": figures, "marginal": margins, "stages": project_stages},
+                {
+                    "hosts": hosts,
+                    "lab": args.lab,
+                    "settings": figures,
+                    "marginal": margins,
+                    "stages": project_stages,
+                    "stages_before": per_stage(before[1]["plays"], stage_of_plays(before[0])) if before else None,
+                },
                 indent=2,
             )
             + "\n"

@@ -66,6 +66,20 @@ def test_every_stage_play_maps_to_its_stage(fleet):
     assert "validate" in mapping.values()
 
 
+def test_plays_map_to_stages_in_the_registry_layout_before_the_constants_role(fleet, tmp_path):
+    """--before reads a commit whose stage registry was playbooks/vars/stages.yml."""
+    (tmp_path / "playbooks" / "vars").mkdir(parents=True)
+    (tmp_path / "playbooks" / "vars" / "stages.yml").write_text("clusterforge_stages: [{name: gpu}]\n")
+    (tmp_path / "playbooks" / "gpu.yml").write_text("- {name: GPU play, hosts: compute}\n")
+    assert fleet.stage_of_plays(tmp_path) == {"GPU play": "gpu"}
+
+
+def test_tasks_per_host_shows_a_range_only_when_hosts_differ(fleet):
+    assert fleet.tasks_per_host(None) == "0"
+    assert fleet.tasks_per_host({"hosts": 2, "min_per_host": 5, "max_per_host": 5}) == "5"
+    assert fleet.tasks_per_host({"hosts": 3, "min_per_host": 4, "max_per_host": 9}) == "4-9"
+
+
 def test_a_setting_keeps_the_projects_callbacks_but_those_left_out(fleet, tmp_path):
     project = PROJECT / "ansible.cfg"
     every = ["ansible.posix.profile_tasks", "fork_warmup", "accelerate", "fleet_tasks"]
