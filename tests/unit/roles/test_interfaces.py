@@ -80,9 +80,7 @@ GALAXY_RELEASES = {
     ("Ubuntu", "noble"): {"Ubuntu-24"},
     ("EL", "9"): {"RedHat-9", "Rocky-9"},
 }
-TABLED_ROLES = [
-    role for role in TASK_ROLES if f"__{role.name}_supported_releases" in _load(role / "vars" / "main.yml")
-]
+TABLED_ROLES = [role for role in TASK_ROLES if f"__{role.name}_supported_releases" in _load(role / "vars" / "main.yml")]
 
 
 @pytest.mark.parametrize("role", TABLED_ROLES, ids=lambda p: p.name)
