@@ -359,7 +359,6 @@ def table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(lines)
 
 
-@contextlib.contextmanager
 def checkout(ref: str, into: Path) -> Path:
     """The project as it was at `ref` (git archive): for --before."""
     into.mkdir()
@@ -375,6 +374,7 @@ def tasks_per_host(stage: dict | None) -> str:
     return str(high) if low == high else f"{low}-{high}"
 
 
+@contextlib.contextmanager
 def lab_nodes(workdir: Path, size: str):
     """A lab of its own (SSH, the lab's default connection), removed afterwards: its inventory."""
     env = {**os.environ, "CLUSTERFORGE_STATE_DIR": str(workdir / "state")}
