@@ -472,8 +472,12 @@ def main() -> int:
                 # re-run (not required to change nothing: the commit is not what converged the lab).
                 old = checkout(args.before, workdir / "before")
                 env = environment(workdir, empty, BUILTIN_FILES, inventory=plugins, project=old)
-                before_run = run_site(workdir, inventory, env, "before", check=False, idempotent=False, project=old)
-                before = (old, before_run)
+                try:
+                    before_run = run_site(workdir, inventory, env, "before", check=False, idempotent=False, project=old)
+                    before = (old, before_run)
+                except SystemExit as failed:
+                    # Reported, not hidden, and the measured settings are still printed.
+                    failures[f"before ({args.before})"] = str(failed)[-1500:]
     hosts = len({host for play in results["project"]["plays"] for host in play["tasks"]})
     stages = stage_of_plays(PROJECT)
     if args.lab:
