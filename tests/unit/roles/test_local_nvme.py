@@ -261,8 +261,7 @@ def _bad_inputs(**overrides):
     variables = {name: DEFAULTS[name] for name in DEFAULTS if not str(DEFAULTS[name]).startswith("{{")}
     variables |= overrides
     guard_vars = GUARD["vars"]
-    system = _render(guard_vars["__local_nvme_system_paths"], **variables)
-    rules = _render(guard_vars["__local_nvme_rules"], __local_nvme_system_paths=system, **variables)
+    rules = _render(guard_vars["__local_nvme_rules"], **variables)
     return _render(guard_vars["__local_nvme_bad_inputs"], __local_nvme_rules=rules, **variables) or ""
 
 
