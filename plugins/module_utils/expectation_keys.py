@@ -30,11 +30,43 @@ class Key:
     types: tuple  # of TYPES; the first that reads a command-line value wins, so "dict" before "str"
     meaning: str
     requires: tuple = ()  # keys without which this one is not read
+    # The values a judge can judge against; out of range, a check would be skipped or pass on
+    # nothing (a threshold of 0 or less, an NVLink generation with no reference).
+    items: tuple = ()  # of TYPES: what every element of a list value must be
+    above: float | None = None  # numbers must be greater than this
+    minimum: float | None = None  # numbers must be this or more
+    maximum: float | None = None  # numbers must be this or less
+    choices: tuple = ()  # the only values allowed
 
     def __post_init__(self) -> None:
-        unknown = [t for t in self.types if t not in TYPES]
+        unknown = [t for t in self.types + self.items if t not in TYPES]
         if unknown or not self.types:
             raise ValueError(f"Key types must be some of {TYPES}, got {self.types!r}")
+
+    def allowed(self) -> str:
+        """The range in words, e.g. "above 0 and at most 1"; empty when any value of the type goes."""
+        if self.choices:
+            return "one of " + ", ".join(str(choice) for choice in self.choices)
+        parts = []
+        if self.above is not None:
+            parts.append(f"above {self.above:g}")
+        if self.minimum is not None:
+            parts.append(f"at least {self.minimum:g}")
+        if self.maximum is not None:
+            parts.append(f"at most {self.maximum:g}")
+        return " and ".join(parts)
+
+    def refuses(self, value: Any) -> bool:
+        """True for a value of the right type outside the key's range."""
+        if self.choices:
+            return value not in self.choices
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return False
+        return (
+            (self.above is not None and not value > self.above)
+            or (self.minimum is not None and value < self.minimum)
+            or (self.maximum is not None and value > self.maximum)
+        )
 
 
 def _is(value: Any, type_name: str) -> bool:
@@ -71,6 +103,14 @@ def validate(what: str, table: dict, expected: dict) -> None:
             raise ExpectationError(f"{what}: {name} must be {type_text(key)}, got {value!r}")
         if not _finite(value):
             raise ExpectationError(f"{what}: {name} must be a finite number, not NaN or infinity, got {value!r}")
+        if key.items and _is(value, "list"):
+            wrong = [item for item in value if not any(_is(item, t) for t in key.items)]
+            if wrong:
+                raise ExpectationError(
+                    f"{what}: {name} must be a list of {' or '.join(key.items)}, got {value!r} ({wrong[0]!r} is not)"
+                )
+        if key.refuses(value):
+            raise ExpectationError(f"{what}: {name} must be {key.allowed()}, got {value!r}")
         # A required key counts as given unless absent, None or False (nvswitch=false); 0 is given,
         # so the judge can say that a zero threshold is wrong.
         missing = [other for other in key.requires if expected.get(other) is None or expected.get(other) is False]

@@ -71,11 +71,12 @@ TOPOLOGY_KEYS = {
         ("int",),
         "2 to 5: on NVSwitch boards gives nvlinks_per_gpu when that is unset (V100 6, A100 12, H100 and B200 18)",
         requires=("nvswitch",),
+        choices=tuple(NVLINKS_PER_GPU),
     ),
 }
 # judge_xid on a kernel log: every Xid/SXid is judged, nothing to expect.
 XID_KEYS: dict = {}
-DCGMI_KEYS = {"required_tests": Key(("list",), "dcgmi tests that must have run")}
+DCGMI_KEYS = {"required_tests": Key(("list",), "dcgmi tests that must have run", items=("str",))}
 
 
 def _per_gpu(

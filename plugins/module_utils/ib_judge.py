@@ -58,6 +58,7 @@ PORT_KEYS = {
         ("list",),
         'HCAs ("mlx5_0") or single ports ("mlx4_0/1") that must be present; only these are judged '
         "(a node's unused Ethernet ports then do not fail it)",
+        items=("str",),
     ),
     "link_layer": Key(
         ("dict", "str"),

@@ -42,14 +42,20 @@ NVLINK_REFERENCE_BUSBW = {3: 235.0, 4: 450.0, 5: 900.0}
 ERROR_TOLERANCE = {"half": 5e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
 
 NCCL_KEYS = {
-    "expected_busbw": Key(("float",), "GB/s to compare with, overriding the derivation (e.g. a site's golden run)"),
-    "nvlink_generation": Key(("int",), "3, 4 or 5: the intra-node reference"),
-    "nic_rate_gbps": Key(("float",), "per-rail NIC rate in Gb/s (multi-node runs)", requires=("rails",)),
-    "rails": Key(("int",), "NICs NCCL uses per node (multi-node runs)", requires=("nic_rate_gbps",)),
-    "nodes": Key(("int",), "nodes of the run, for outputs whose rank lines do not tell"),
-    "ranks": Key(("int",), "ranks of the run, for tables copied without the rank header"),
-    "efficiency_floor": Key(("float",), f"share of the reference busbw must reach (default {EFFICIENCY_FLOOR})"),
-    "error_tolerance": Key(("float",), "largest relative error in the older error column (default per type)"),
+    "expected_busbw": Key(
+        ("float",), "GB/s to compare with, overriding the derivation (e.g. a site's golden run)", above=0
+    ),
+    "nvlink_generation": Key(("int",), "3, 4 or 5: the intra-node reference", choices=tuple(NVLINK_REFERENCE_BUSBW)),
+    "nic_rate_gbps": Key(("float",), "per-rail NIC rate in Gb/s (multi-node runs)", requires=("rails",), above=0),
+    "rails": Key(("int",), "NICs NCCL uses per node (multi-node runs)", requires=("nic_rate_gbps",), minimum=1),
+    "nodes": Key(("int",), "nodes of the run, for outputs whose rank lines do not tell", minimum=1),
+    "ranks": Key(("int",), "ranks of the run, for tables copied without the rank header", minimum=1),
+    "efficiency_floor": Key(
+        ("float",), f"share of the reference busbw must reach (default {EFFICIENCY_FLOOR})", above=0, maximum=1
+    ),
+    "error_tolerance": Key(
+        ("float",), "largest relative error in the older error column (default per type)", minimum=0
+    ),
 }
 
 
@@ -154,6 +160,20 @@ def judge_nccl(report, expected: dict | None = None) -> list[CheckResult]:
     results = [_correctness(report, expected)]
     if report.warnings:
         results.append(result("nccl.warnings", WARN, list(report.warnings), [], "; ".join(report.warnings[:3])))
+    # A negative time or bandwidth is no measurement (a broken or edited output): judging the
+    # best of a row's two results would let a negative out-of-place column pass unseen.
+    negative = sorted(
+        {
+            row.size
+            for row in report.rows
+            for res in (row.out_of_place, row.in_place)
+            if min(res.time_us, res.algbw, res.busbw) < 0
+        }
+    )
+    if negative:
+        message = f"negative time or bandwidth at sizes {negative}: not a measurement"
+        results.append(result("nccl.busbw", FAIL, negative, "values of 0 or more", message))
+        return results
     ranks = report.n_ranks or expected.get("ranks")
     if ranks == 1:
         # busbw = algbw x 2(n-1)/n is 0 for one rank: nothing crosses a link.

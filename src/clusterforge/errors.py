@@ -25,3 +25,9 @@ class EnvironmentProblem(ClusterforgeError):
     """Something the machine lacks: a Docker engine, debootstrap, root rights."""
 
     exit_code = EXIT_ENVIRONMENT
+
+
+class Interrupted(ClusterforgeError):
+    """Ctrl-C or SIGTERM before anything ran (while the inventory was listed)."""
+
+    exit_code = EXIT_INTERRUPTED

@@ -38,6 +38,10 @@ _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os,
 
 def write_tree(outdir: str | os.PathLike[str], files: dict[str, str], *, force: bool = False) -> list[Path]:
     """Write {relative path: text} under outdir (created if missing); the paths written."""
+    if not str(outdir).strip():
+        # Path("") is the current directory: an empty -o (an unset shell variable) would scatter
+        # the files wherever the command happens to run.
+        raise UsageError("the output directory is empty: name a directory (use . for the current one)")
     outdir = Path(outdir)
     encoded = {_relative(name): _encode(outdir / name, text) for name, text in files.items()}
     listed = _check_targets(outdir, list(encoded), force)

@@ -422,6 +422,31 @@ def test_report_refuses_to_replace_a_users_file(tmp_path, capsys):
     assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
+def test_render_into_an_empty_output_name_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _out, err = clusterforge(capsys, "topology", "render", TOPOLOGY, "-o", "")
+    assert_refused(code, err, "output directory is empty")
+    assert list(tmp_path.iterdir()) == []  # nothing scattered into the current directory
+
+
+@pytest.mark.parametrize("where", ["results", "inside"])
+def test_report_into_the_results_directory_it_reads_is_refused(tmp_path, capsys, where):
+    results = run_dir(tmp_path)
+    before = sorted(p.name for p in results.iterdir())
+    out = results if where == "results" else results / "report"
+    code, _out, err = clusterforge(capsys, "report", results, "-o", out)
+    assert_refused(code, err, results, "into the results directory it reads")
+    assert sorted(p.name for p in results.iterdir()) == before
+
+
+def test_report_into_an_empty_output_name_is_refused(tmp_path, capsys, monkeypatch):
+    results = run_dir(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, _out, err = clusterforge(capsys, "report", results, "-o", "")
+    assert_refused(code, err, "output directory is empty")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
+
+
 # --- check judge FILE ---------------------------------------------------------------------------
 
 
@@ -453,6 +478,54 @@ def test_judge_still_reads_standard_input():
     )
     assert done.returncode == 0, done.stderr.decode()
     assert json.loads(done.stdout)["status"] == "pass"
+
+
+def _negated_out_of_place(text: str) -> str:
+    """The output with every out-of-place busbw (the 8th column of a data row) negative."""
+    lines = []
+    for line in text.splitlines():
+        tokens = line.split()
+        if len(tokens) >= 12 and tokens[0].isdigit():
+            tokens[7] = "-" + tokens[7]
+            line = "  ".join(tokens)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def test_judge_fails_an_output_whose_out_of_place_busbw_is_negative(tmp_path, capsys):
+    edited = tmp_path / "negative.txt"
+    edited.write_text(_negated_out_of_place(NCCL_OUTPUT.read_text()))
+    rows = [line.split() for line in edited.read_text().splitlines() if line.split()[:1] and line.split()[0].isdigit()]
+    assert rows and all(row[7].startswith("-") and not row[11].startswith("-") for row in rows)
+    code, out, err = clusterforge(capsys, "check", "judge", "nccl", edited, "--expect", "nvlink_generation=4", "--json")
+    assert "Traceback" not in err
+    assert code == errors.EXIT_HOSTS_FAILED, out + err
+    verdict = json.loads(out)
+    assert verdict["status"] == "fail"
+    assert any("negative" in check["message"] for check in verdict["checks"])
+
+
+@pytest.mark.parametrize(
+    ("expectation", "allowed"),
+    [
+        ("expected_busbw=0", "above 0"),
+        ("expected_busbw=-3", "above 0"),
+        ("nvlink_generation=9", "one of 3, 4, 5"),
+        ("efficiency_floor=-5", "above 0 and at most 1"),
+        ("efficiency_floor=0", "above 0 and at most 1"),
+        ("rails=0", "at least 1"),
+    ],
+)
+def test_judge_refuses_an_expectation_out_of_range_with_the_allowed_range(capsys, expectation, allowed):
+    extra = ["--expect", "nic_rate_gbps=400"] if expectation.startswith("rails") else []
+    code, _out, err = clusterforge(capsys, "check", "judge", "nccl", NCCL_OUTPUT, "--expect", expectation, *extra)
+    assert_refused(code, err, expectation.partition("=")[0], allowed)
+
+
+def test_judge_refuses_a_list_of_the_wrong_elements_without_a_type_error(tmp_path, capsys):
+    ibstat = next((PROJECT / "tests" / "fixtures" / "ibstat").glob("*.txt"))
+    code, _out, err = clusterforge(capsys, "check", "judge", "ibstat", ibstat, "--expect", "devices=[1,2]")
+    assert_refused(code, err, "devices must be a list of str", "[1, 2]")
 
 
 def test_judge_prints_file_names_as_text_not_markup(tmp_path, capsys, monkeypatch):

@@ -9,6 +9,7 @@ import json
 import os
 import random
 import re
+import resource
 import signal
 import stat
 import subprocess
@@ -217,7 +218,25 @@ def test_an_extra_vars_file_ansible_refuses_gives_its_error_not_a_traceback(tmp_
     done = cf_run(env, str(playbook(tmp_path, OK_TASK)), "-i", str(hosts), "-e", f"@{vars_file}")
     assert done.returncode == errors.EXIT_USAGE, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr
-    assert "ERROR" in done.stderr
+    # The file is named (it was reported as "failed to parse inventory source"), before any run.
+    assert f"-e @{vars_file}: " in done.stderr, done.stderr
+    assert "inventory" not in done.stderr
+    assert run_dirs(env) == []
+
+
+def test_an_extra_vars_file_that_is_not_a_mapping_is_named(tmp_path, env, hosts):
+    vars_file = tmp_path / "vars.yml"
+    vars_file.write_text("- a\n- b\n")
+    done = cf_run(env, str(playbook(tmp_path, OK_TASK)), "-i", str(hosts), "-e", f"@{vars_file}")
+    assert done.returncode == errors.EXIT_USAGE, done.stdout + done.stderr
+    assert f"-e @{vars_file}: expected a mapping of variable names to values, got a list" in done.stderr
+
+
+def test_tags_that_match_no_task_say_so(tmp_path, env, hosts):
+    done = cf_run(env, str(playbook(tmp_path, OK_TASK)), "-i", str(hosts), "--tags", "no_such_tag")
+    assert done.returncode == errors.EXIT_USAGE, done.stdout + done.stderr
+    assert "no task matched the tags" in done.stderr and "--tags no_such_tag" in done.stderr
+    assert "no host matched" not in done.stderr
 
 
 # --- secrets ---------------------------------------------------------------------------------
@@ -332,3 +351,95 @@ def test_sigkill_takes_ansible_playbook_along_and_leaves_no_secret_outside_the_r
     run_dir = run_dirs(env)[0]
     assert all(Path(path).is_relative_to(run_dir) for path in files_holding(tmp_path, SECRET))
     assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
+
+
+# --- cancelling within a second, and the limits of --slices ---------------------------------------
+
+MARKED_TASKS = 40
+CLI_RUN = (sys.executable, "-m", "clusterforge.cli", "run")
+
+
+def marked_playbook(tmp_path: Path, markers: Path) -> Path:
+    """Many short tasks, each leaving a file: the files started after a signal are the tasks
+    that started after it."""
+    tasks = "".join(
+        f"""    - name: Task {number}
+      ansible.builtin.command:
+        argv: [touch, "{markers}/task-{number:03d}"]
+      changed_when: false
+"""
+        for number in range(1, MARKED_TASKS + 1)
+    )
+    return playbook(tmp_path, tasks)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_no_task_starts_a_second_after_the_signal(tmp_path, env, hosts, signum):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    # A session of its own, signalled as a whole as a terminal's Ctrl-C signals its foreground group.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "clusterforge.cli", "run", str(marked_playbook(tmp_path, markers)), "-i", str(hosts)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        assert wait_for(lambda: (markers / "task-001").exists(), timeout=120), "the first task never ran"
+        signalled = time.time()
+        os.killpg(process.pid, signum)
+        _out, err = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == errors.EXIT_INTERRUPTED, err.decode()
+    late = sorted(path.name for path in markers.iterdir() if path.stat().st_mtime > signalled + 1.0)
+    assert late == [], f"{len(late)} tasks started more than 1 s after the signal"
+    assert len(list(markers.iterdir())) < MARKED_TASKS  # it did stop
+
+
+def test_ctrl_c_while_slices_list_the_inventory_exits_130_without_a_traceback(tmp_path, env):
+    script = tmp_path / "slow-inventory.sh"
+    script.write_text('#!/bin/sh\nsleep 60\necho \'{"all": {"hosts": ["alpha"]}, "_meta": {"hostvars": {}}}\'\n')
+    script.chmod(0o755)
+    process = subprocess.Popen(
+        [*CLI_RUN, str(playbook(tmp_path, OK_TASK)), "-i", str(script), "--slices", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        listing = f"ansible-inventory -i {script}"
+        assert wait_for(lambda: processes_with(listing), timeout=60), "the inventory was never listed"
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        for pid in processes_with(str(script)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert process.returncode == errors.EXIT_INTERRUPTED, (out + err).decode()
+    assert b"Traceback" not in out + err
+    assert b"interrupted" in err
+    assert wait_for(lambda: not processes_with(listing), timeout=10)
+
+
+def test_more_slices_than_hosts_is_refused_at_once(tmp_path, env, hosts):
+    def cap_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (4 * 1024**3, 4 * 1024**3))
+
+    done = subprocess.run(
+        [*CLI_RUN, str(playbook(tmp_path, OK_TASK)), "-i", str(hosts), "--slices", "1000000000"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        preexec_fn=cap_memory,
+        check=False,
+    )
+    assert done.returncode == errors.EXIT_USAGE, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
+    assert "--slices 1000000000" in done.stderr and "has 1 hosts; expected N from 1 to 1" in done.stderr

@@ -69,6 +69,10 @@ CASES: dict[str, tuple[str | bytes, str, int | None, str]] = {
     ),
     "wrong-type": (tiny("count: 4", "count: four"), "roles.compute.count", 13, "valid integer"),
     "bad-count": (tiny("count: 4", "count: -1"), "roles.compute.count", 13, "greater than or equal to 0"),
+    # YAML's true is not a count (pydantic read it as 1 host), nor is a number written as text.
+    "count-true": (tiny("count: 4", "count: true"), "roles.compute.count", 13, "valid integer"),
+    "count-text": (tiny("count: 4", 'count: "4"'), "roles.compute.count", 13, "valid integer"),
+    "all-counts-zero": (tiny("count: 4", "count: 0"), "roles.compute.count", 13, "the cluster has no hosts"),
     "hostile-hostname": (tiny('"n{index}"', '"n;reboot #{index}"'), *HOSTNAME, "expected a host name"),
     "format-width": (tiny('"n{index}"', '"a{index:0100000000d}"'), *HOSTNAME, "{index:0100000000d} is not allowed"),
     "format-comma": (tiny('"n{index}"', '"gpu{index:,}"'), *HOSTNAME, "{index:,} is not allowed"),

@@ -100,7 +100,13 @@ def _report(args: argparse.Namespace) -> int:
     run_ = load_run(results, topology=args.topology)
     if args.output is None and run_dir is None:
         raise UsageError(f"{results}: not in a `clusterforge run` directory; name the output directory with -o OUTDIR")
-    written = write_report(run_, args.output or runs.default_report_dir(run_dir), force=args.force)
+    if args.output is not None and not args.output.strip():
+        raise UsageError("-o: the output directory is empty: name a directory (use . for the current one)")
+    output = Path(args.output) if args.output is not None else runs.default_report_dir(run_dir)
+    # The report's JSON beside the results would be read as a result by the next report.
+    if output.resolve().is_relative_to(results.resolve()):
+        raise UsageError(f"-o {output}: the report would be written into the results directory it reads ({results})")
+    written = write_report(run_, output, force=args.force)
     # markup=False: paths, run ids and host text are data, never Rich markup.
     for path in written.values():
         console.print(str(path), markup=False, highlight=False, soft_wrap=True)

@@ -153,17 +153,20 @@ def _run_one(args: argparse.Namespace, project: Path, options: runner.RunOptions
     """The playbook as one ansible-playbook process: on the inventory, or on slice I/N of it
     (None for a slice without hosts: nothing to run)."""
     piece = slices.parse_slice(args.slice) if args.slice is not None else None
-    hosts = sliced.plan(project, options, piece[1])[piece[0] - 1] if piece else None
-    if piece and not hosts:
-        Console(stderr=True).print(f"clusterforge: slice {args.slice} holds no host: nothing to run", highlight=False)
-        return None
     recorder = RunRecorder()
     show_changes = args.check or args.diff
-    with CancelOnSignal() as cancel, choose(recorder, console, args.json, show_changes) as progress:
-        kwargs = {"event_handler": progress, "recorder": recorder, "cancel": cancel}
-        if piece:
-            return sliced.run_one(project, options, piece[0], hosts, piece[1], **kwargs)
-        return runner.run_playbook(project, options, **kwargs)
+    with CancelOnSignal() as cancel:
+        hosts = sliced.plan(project, options, piece[1], cancel)[piece[0] - 1] if piece else None
+        if piece and not hosts:
+            Console(stderr=True).print(
+                f"clusterforge: slice {args.slice} holds no host: nothing to run", highlight=False
+            )
+            return None
+        with choose(recorder, console, args.json, show_changes) as progress:
+            kwargs = {"event_handler": progress, "recorder": recorder, "cancel": cancel}
+            if piece:
+                return sliced.run_one(project, options, piece[0], hosts, piece[1], **kwargs)
+            return runner.run_playbook(project, options, **kwargs)
 
 
 def _run_sliced(args: argparse.Namespace, project: Path, options: runner.RunOptions) -> runner.RunResult:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from clusterforge.errors import UsageError
 
+_VAULT_HEADER = b"$ANSIBLE_VAULT;"
+
 
 def check(values: list[str]) -> list[str]:
     """The -e values ready for Ansible: files named absolutely (ansible-playbook runs from the
@@ -22,6 +24,7 @@ def check(values: list[str]) -> list[str]:
                 raise UsageError(
                     f"-e {value}: extra variables file not found (expected @FILE naming a YAML or JSON file)"
                 )
+            _readable(path.resolve())
             checked.append(f"@{path.resolve()}")
         elif value.startswith(("/", ".")):
             raise UsageError(f"-e {value}: a file name needs '@' before it (-e @{value})")
@@ -29,6 +32,29 @@ def check(values: list[str]) -> list[str]:
             _inline(value, f"-e #{number}")  # refused now, rather than by Ansible once the run started
             checked.append(value)
     return checked
+
+
+def _readable(path: Path) -> None:
+    """Read the file as ansible-playbook will, so a file it cannot read is named now. Read during
+    the inventory's parsing, its error was reported as "failed to parse inventory source"."""
+    with open(path, "rb") as file:
+        if file.read(len(_VAULT_HEADER)) == _VAULT_HEADER:
+            return  # vault-encrypted: only ansible-playbook, with the vault password, reads it
+    from ansible.errors import AnsibleError
+    from ansible.parsing.dataloader import DataLoader
+
+    try:
+        data = DataLoader().load_from_file(str(path))
+    except AnsibleError as exc:
+        said = (getattr(exc, "message", "") or str(exc)).strip().splitlines()
+        raise UsageError(
+            f"-e @{path}: Ansible cannot read this extra variables file: {said[0] if said else exc}"
+        ) from None
+    except RecursionError:
+        raise UsageError(f"-e @{path}: nested too deeply for Ansible to read this extra variables file") from None
+    if data is not None and not isinstance(data, dict):
+        got = "a list" if isinstance(data, list) else "a single value"
+        raise UsageError(f"-e @{path}: expected a mapping of variable names to values, got {got}")
 
 
 def write(values: list[str], internal: dict, private_dir: Path, defaults: dict | None = None) -> list[str]:

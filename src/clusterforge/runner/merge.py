@@ -97,6 +97,7 @@ def merge_records(records: list[RunRecorder]) -> RunRecorder:
         for key, value in record.totals.items():
             merged.totals[key] = merged.totals.get(key, 0) + value
         merged.failed_checks += record.failed_checks
+        merged.plays_with_hosts += record.plays_with_hosts
     merged.tasks = merge_tasks([record.tasks for record in records])
     merged.tasks_started = len(merged.tasks)
     merged.finished = all(record.finished for record in records)

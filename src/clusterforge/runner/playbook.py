@@ -33,6 +33,8 @@ from clusterforge.text import plain
 # Playbooks that are not stages of site.yml but run by name.
 NAMED_PLAYBOOKS = {"rolling-update": "rolling_update.yml"}
 
+# How often the run checks for a Ctrl-C or SIGTERM while ansible-playbook prints nothing.
+CANCEL_POLL_S = 0.25
 # pexpect's exit status when ansible-playbook could not be started.
 _RC_NOT_FOUND = 127
 # ansible-core refuses to start without a UTF-8 locale (LC_ALL=C): a machine problem.
@@ -144,6 +146,14 @@ class RunResult:
         if self.hosts or self.status in ("canceled", "timeout"):
             return ""
         if self.rc == 0:
+            tags = self.options and (self.options.tags or self.options.skip_tags)
+            if tags and self.record.plays_with_hosts > 0 and self.record.tasks_started == 0:
+                given = " ".join(
+                    f"{flag} {value}"
+                    for flag, value in (("--tags", self.options.tags), ("--skip-tags", self.options.skip_tags))
+                    if value
+                )
+                return f"no task matched the tags: the plays matched hosts, but {given} selected none of their tasks"
             return "no host matched: the inventory has no hosts, or none in the playbook's hosts and --limit"
         return f"ansible-playbook stopped before any host ran (exit status {self.rc})"
 
@@ -252,6 +262,7 @@ def new_run_dir() -> Path:
 
 
 def _run(project, options, run_dir, playbook_path, inventory_path, cmdline, recorder, event_handler, cancel):
+    _write_settings(run_dir)
     return ansible_runner.run(
         private_data_dir=str(run_dir),
         project_dir=str(project),
@@ -269,6 +280,16 @@ def _run(project, options, run_dir, playbook_path, inventory_path, cmdline, reco
         event_handler=event_handler or recorder,
         cancel_callback=cancel,
     )
+
+
+def _write_settings(run_dir: Path) -> None:
+    """ansible-runner asks cancel_callback only between reads of the output, at most
+    pexpect_timeout (5 s by default) apart: a Ctrl-C then waited up to 5 s while new tasks
+    started. A quarter of a second stops a run well within 1 s of the signal. It is set in
+    env/settings: ansible-runner 2.4 drops a `settings` argument when that file is missing."""
+    env_dir = run_dir / "env"
+    env_dir.mkdir(mode=0o700, exist_ok=True)
+    (env_dir / "settings").write_text(f"pexpect_timeout: {CANCEL_POLL_S}\n")
 
 
 def _ansible_output(run_dir: Path) -> str:

@@ -102,6 +102,8 @@ class RunRecorder:
     validation_dir: str | None = None
     validation_id: str | None = None
     play_hosts: set[str] = field(default_factory=set)
+    # Plays that matched a host: with none of their tasks run, --tags (or --skip-tags) left nothing.
+    plays_with_hosts: int = 0
     finished: bool = False
 
     def __call__(self, event: dict) -> bool:
@@ -112,6 +114,9 @@ class RunRecorder:
             self.play = data.get("play", "") or data.get("name", "")
             self.task = ""
             self.play_hosts = set()
+            self.plays_with_hosts += 1
+        elif kind == "playbook_on_no_hosts_matched":
+            self.plays_with_hosts -= 1
         elif kind in _TASK_STARTS:
             self._end_task()
             self.task = data.get("task", "") or data.get("name", "")

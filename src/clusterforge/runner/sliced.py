@@ -33,14 +33,23 @@ LIMIT_FILE = "slice-hosts.txt"
 _POLL_S = 0.5
 
 
-def plan(project: Path, options: runner.RunOptions, count: int) -> list[list[str]]:
+def plan(
+    project: Path, options: runner.RunOptions, count: int, cancel: Callable[[], bool] = lambda: False
+) -> list[list[str]]:
     """Each slice's hosts (index 0 is slice 1). Slices are made from the whole inventory, so a
     host's slice does not depend on --limit; --limit then takes from each the hosts it matches."""
     slices.check_count(count)
     inventory_path = run_inventory.resolve(options.inventory)
-    assigned = slices.assign(slices.load_inventory(project, inventory_path), count)
+    inventory = slices.load_inventory(project, inventory_path, cancel=cancel)
+    # More slices than hosts only adds empty ones (and a list per slice: 10**9 of them fill memory).
+    if count > max(len(inventory.hosts), 1):
+        raise UsageError(
+            f"--slices {count}: the inventory {inventory_path} has {len(inventory.hosts)} hosts; "
+            f"expected N from 1 to {max(len(inventory.hosts), 1)}"
+        )
+    assigned = slices.assign(inventory, count)
     if options.limit:
-        wanted = set(slices.load_inventory(project, inventory_path, options.limit).hosts)
+        wanted = set(slices.load_inventory(project, inventory_path, options.limit, cancel=cancel).hosts)
         assigned = [[host for host in hosts if host in wanted] for hosts in assigned]
     if not any(assigned):
         limited = f" and --limit {options.limit}" if options.limit else ""
@@ -90,7 +99,7 @@ def run_all(
 ) -> merge.MergedRunResult:
     """Every non-empty slice at once; their merged result, written like a single run's."""
     runner.resolve_playbook(project, options.playbook)  # a wrong name is refused once, here
-    assigned = plan(project, options, count)
+    assigned = plan(project, options, count, cancel)
     started = time.monotonic()
     run_dir = runner.new_run_dir()
     (run_dir / SLICES_DIR).mkdir(mode=0o700)

@@ -21,10 +21,12 @@ import os
 import re
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterforge.errors import UsageError
+from clusterforge.errors import Interrupted, UsageError
 from clusterforge.runner import artifacts
 from clusterforge.topology import groups
 
@@ -35,6 +37,8 @@ CONTROL_GROUPS = tuple(name for name, roles in groups.ORCHESTRATOR_GROUPS.items(
 UNIT_GROUP = re.compile(r"^su\d+$")
 FABRIC_GROUP_PREFIX = "fabric_"
 _INVENTORY_TIMEOUT_S = 600
+# How often listing the inventory checks for a Ctrl-C or SIGTERM.
+_CANCEL_POLL_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -151,27 +155,51 @@ def _hash(host: str) -> int:
     return int.from_bytes(hashlib.sha256(host.encode()).digest()[:8], "big")
 
 
-def load_inventory(project: Path, inventory: Path, limit: str | None = None) -> Inventory:
+def load_inventory(
+    project: Path, inventory: Path, limit: str | None = None, cancel: Callable[[], bool] = lambda: False
+) -> Inventory:
     """The inventory as Ansible reads it (any source: a topology file, INI, a directory), with
-    `ansible-inventory --list`; with limit, only the hosts it matches."""
+    `ansible-inventory --list`; with limit, only the hosts it matches. cancel() true (a Ctrl-C or
+    SIGTERM) ends the listing with Interrupted."""
     bindir = Path(sys.executable).parent
     command = [str(bindir / "ansible-inventory"), "-i", str(inventory), "--list"]
     if limit:
         command += ["--limit", limit]
     env = {**os.environ, "ANSIBLE_CONFIG": str(project / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
     try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, env=env, cwd=project, timeout=_INVENTORY_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        # A session of its own: a Ctrl-C at the terminal reaches clusterforge, which ends the
+        # listing, instead of ansible-inventory, whose traceback would be reported as the error.
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=project,
+            start_new_session=True,
+        )  # fmt: skip
+    except OSError as exc:
         raise UsageError(f"{inventory}: could not list the inventory to slice it: {exc}") from None
+    deadline = time.monotonic() + _INVENTORY_TIMEOUT_S
     try:
-        listing = json.loads(done.stdout) if done.returncode == 0 else None
+        while True:
+            try:
+                stdout, stderr = process.communicate(timeout=_CANCEL_POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                if cancel():
+                    raise Interrupted(f"interrupted while listing the inventory {inventory}: nothing ran") from None
+                if time.monotonic() > deadline:
+                    raise UsageError(
+                        f"{inventory}: could not list the inventory to slice it: "
+                        f"ansible-inventory took more than {_INVENTORY_TIMEOUT_S} s"
+                    ) from None
+    finally:
+        if process.poll() is None:  # interrupted, or timed out: it must not run on
+            process.kill()
+            process.wait()
+    try:
+        listing = json.loads(stdout) if process.returncode == 0 else None
     except ValueError:
         listing = None
     if not isinstance(listing, dict):
-        said = (done.stderr or done.stdout).strip()[-2000:]
-        raise UsageError(f"{inventory}: ansible-inventory --list failed (exit status {done.returncode}):\n{said}")
+        said = (stderr or stdout).strip()[-2000:]
+        raise UsageError(f"{inventory}: ansible-inventory --list failed (exit status {process.returncode}):\n{said}")
     return Inventory.from_list(listing)
 
 

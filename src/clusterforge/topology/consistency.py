@@ -122,6 +122,9 @@ def size(topology: Topology) -> list[Problem]:
     if units is not None and any(role.placement == "scalable_units" for role in topology.roles.values()):
         parts[("scalable_units", "count")] = units.count * units.nodes_per_unit
     total = sum(parts.values())
+    if total == 0 and parts:
+        # A cluster of no hosts is a typo (every count 0), never something to render or provision.
+        return [(next(iter(parts)), "every role's count is 0: the cluster has no hosts; expected at least one host")]
     if total <= MAX_HOSTS:
         return []
     largest = max(parts, key=parts.__getitem__)

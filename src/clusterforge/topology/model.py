@@ -100,7 +100,7 @@ class Site(Strict):
 
 class Gpu(Strict):
     model: CellText
-    count: int = Field(ge=1, le=72)
+    count: int = Field(strict=True, ge=1, le=72)
     # NVLink generation (3 = A100, 4 = H100/H200, 5 = B200); null for PCIe-only GPUs.
     nvlink_generation: Literal[2, 3, 4, 5] | None = None
     nvswitch: bool = False
@@ -112,8 +112,8 @@ class Hca(Strict):
     device: str = Field(pattern=r"^[a-z0-9_]+$")
     netdev: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     pci: str = Field(pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-    numa: int = Field(default=0, ge=0)
-    gpu: int | None = Field(default=None, ge=0, description="nearest GPU index")
+    numa: int = Field(strict=True, default=0, ge=0)
+    gpu: int | None = Field(strict=True, default=None, ge=0, description="nearest GPU index")
     rate_gbps: Literal[10, 25, 40, 50, 56, 100, 200, 400, 800]
     fabric: Name = "compute"
 
@@ -145,7 +145,7 @@ class NodeType(Strict):
 class Role(Strict):
     node_type: Name
     # Either a fixed count, or every slot of every scalable unit (compute nodes).
-    count: int | None = Field(default=None, ge=0)
+    count: int | None = Field(strict=True, default=None, ge=0)
     # reserved_slots: one host in each scalable_units.reserved_slots entry that names this role
     # (a fabric manager such as UFM), cabled to that slot's leaf ports.
     placement: Literal["count", "scalable_units", "reserved_slots"] = "count"
@@ -184,17 +184,17 @@ class Role(Strict):
 
 class SwitchModel(Strict):
     model: CellText
-    radix: int = Field(ge=4, le=1024, description="ports per switch")
+    radix: int = Field(strict=True, ge=4, le=1024, description="ports per switch")
     port_speed_gbps: Literal[1, 10, 25, 40, 50, 56, 100, 200, 400, 800]
     power_w: float = Field(default=1700, ge=0)
     price_usd: float = Field(default=30000, ge=0)
 
 
 class Dragonfly(Strict):
-    terminals_per_router: int = Field(ge=1, le=1024, description="p")
-    routers_per_group: int = Field(ge=1, le=1024, description="a")
-    global_links_per_router: int = Field(ge=1, le=1024, description="h")
-    groups: int = Field(ge=2, le=4096, description="g")
+    terminals_per_router: int = Field(strict=True, ge=1, le=1024, description="p")
+    routers_per_group: int = Field(strict=True, ge=1, le=1024, description="a")
+    global_links_per_router: int = Field(strict=True, ge=1, le=1024, description="h")
+    groups: int = Field(strict=True, ge=2, le=4096, description="g")
 
     @model_validator(mode="after")
     def _bounded(self) -> Dragonfly:
@@ -209,7 +209,7 @@ class Fabric(Strict):
     link_layer: Literal["infiniband", "ethernet"]
     topology: Literal["fat_tree", "rail_optimized_fat_tree", "dragonfly"]
     switch: SwitchModel
-    rails: int = Field(default=1, ge=1, le=16)
+    rails: int = Field(strict=True, default=1, ge=1, le=16)
     oversubscription: float = Field(
         default=1.0, ge=1.0, le=16.0, description="leaf downlinks per uplink; 1 is non-blocking"
     )
@@ -231,16 +231,16 @@ class Fabric(Strict):
 
 
 class ReservedSlot(Strict):
-    unit: int = Field(ge=1)
-    slot: int = Field(ge=1)
+    unit: int = Field(strict=True, ge=1)
+    slot: int = Field(strict=True, ge=1)
     purpose: str = ""
     # The role (placement: reserved_slots) whose host sits in the slot; none leaves it empty.
     role: RoleName | None = None
 
 
 class ScalableUnits(Strict):
-    count: int = Field(ge=1, le=4096)
-    nodes_per_unit: int = Field(ge=1, le=512)
+    count: int = Field(strict=True, ge=1, le=4096)
+    nodes_per_unit: int = Field(strict=True, ge=1, le=512)
     reserved_slots: list[ReservedSlot] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -274,7 +274,7 @@ class Addressing(Strict):
     storage: IPv4Net | None = None
     ipoib: list[IPv4Net] = Field(default_factory=list, description="one subnet per rail")
     # Addresses below this offset in each subnet are left for gateways and services.
-    first_host_offset: int = Field(default=10, ge=1)
+    first_host_offset: int = Field(strict=True, default=10, ge=1)
 
     @field_validator("oob", "inband", "storage")
     @classmethod

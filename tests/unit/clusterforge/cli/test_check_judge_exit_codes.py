@@ -78,16 +78,16 @@ def test_non_finite_expectations_are_refused(capsys, value):
 
 
 @pytest.mark.parametrize("expect", ["expected_busbw=0", "expected_busbw=-5", "rails=0", "nic_rate_gbps=0"])
-def test_a_zero_threshold_is_named_not_divided_by(capsys, expect):
-    """A zero reference used to raise ZeroDivisionError; the busbw check now says which key is wrong."""
+def test_a_zero_threshold_is_refused_with_the_allowed_range(capsys, expect):
+    """A zero reference used to raise ZeroDivisionError, then turned the busbw check into a skip
+    and the run into a pass; it is now refused, naming the key and what it must be."""
     path = str(fixture("nccl_all_reduce_perf", "h100-2node-16gpu-ib-bitdeer.txt"))
     args = ["--expect", "nic_rate_gbps=400", "--expect", "rails=8", "--expect", expect, "--json"]
     code, output = judge(capsys, "nccl", path, *args)
-    checks = {c["check"]: c for c in strict_json(output)["checks"]}
-    key, _, value = expect.partition("=")
-    assert checks["nccl.busbw"]["status"] == "skipped"
-    assert f"{key} must be above 0, got {value}" in checks["nccl.busbw"]["message"]
-    assert code == errors.EXIT_OK
+    key, _, _value = expect.partition("=")
+    assert code == errors.EXIT_USAGE
+    assert f"{key} must be " in output and ("above 0" in output or "at least 1" in output)
+    assert "Traceback" not in output
 
 
 def test_ib_write_bw_zero_rate_is_named_not_divided_by(capsys):

@@ -38,16 +38,21 @@ def test_what_ansible_playbook_would_refuse_is_named(tmp_path, monkeypatch, valu
 
 
 def test_inline_values_go_in_private_files_in_order(tmp_path):
-    values = extravars.check(["a=1 b='two words'", '{"c": [1, 2]}', "@/etc/hostname"])
-    args = extravars.write(values, {"rolling_update_serial": "10%"}, tmp_path)
+    given = tmp_path / "given" / "vars.yml"
+    given.parent.mkdir()
+    given.write_text("d: 4\n")
+    private = tmp_path / "private"
+    private.mkdir()
+    values = extravars.check(["a=1 b='two words'", '{"c": [1, 2]}', f"@{given}"])
+    args = extravars.write(values, {"rolling_update_serial": "10%"}, private)
     files = [Path(arg[1:]) for arg in args[1::2]]
     assert args[::2] == ["--extra-vars"] * 4
-    assert files[2] == Path("/etc/hostname")
+    assert files[2] == given
     assert json.loads(files[0].read_text()) == {"a": "1", "b": "two words"}
     assert yaml.safe_load(files[1].read_text()) == {"c": [1, 2]}
     assert json.loads(files[3].read_text()) == {"rolling_update_serial": "10%"}  # clusterforge's own last
     for path in (files[0], files[1], files[3]):
-        assert path.parent == tmp_path and stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert path.parent == private and stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
 def test_no_values_no_arguments(tmp_path):

@@ -39,7 +39,21 @@ def test_expectation_options_have_the_keys_types(name: str):
 @pytest.mark.parametrize("name", ["gpu_check", "ib_check", "nccl_check"])
 def test_a_modules_expectation_holds_only_its_judges_keys(name: str):
     module = load_module(name)
-    params = {option: SAMPLES[settings.get("type", "str")] for option, settings in argument_spec(name).items()}
+    keys = {option: TABLES[name].get(key) for option, key in module.EXPECTATION_OPTIONS.items()}
+    params = {
+        option: _sample(settings.get("type", "str"), keys.get(option))
+        for option, settings in argument_spec(name).items()
+    }
     expected = module.expectation(params)
     assert set(expected) >= set(module.EXPECTATION_OPTIONS.values())
     validate(name, TABLES[name], expected)
+
+
+def _sample(type_name: str, key) -> object:
+    """A value of the option's type inside its key's range (nvlink_generation 3 to 5, a floor <= 1)."""
+    if key is not None and key.choices:
+        return key.choices[0]
+    value = SAMPLES[type_name]
+    if key is not None and key.maximum is not None and isinstance(value, (int, float)):
+        return min(value, key.maximum)
+    return value
