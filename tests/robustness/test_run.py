@@ -32,7 +32,13 @@ def env(tmp_path) -> dict:
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     # Its own TMPDIR, so a test can tell that no file with a secret was left there.
-    environ = {**os.environ, "CLUSTERFORGE_STATE_DIR": str(tmp_path / "state"), "TMPDIR": str(scratch)}
+    environ = {
+        **os.environ,
+        "CLUSTERFORGE_STATE_DIR": str(tmp_path / "state"),
+        "TMPDIR": str(scratch),
+        # ansible.cfg's fact cache (~/.cache/clusterforge/facts), here the test's own.
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(tmp_path / "facts"),
+    }
     for name in ("TTY_COMPATIBLE", "FORCE_COLOR"):
         environ.pop(name, None)
     return environ
@@ -443,3 +449,24 @@ def test_more_slices_than_hosts_is_refused_at_once(tmp_path, env, hosts):
     assert done.returncode == errors.EXIT_USAGE, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
     assert "--slices 1000000000" in done.stderr and "has 1 hosts; expected N from 1 to 1" in done.stderr
+
+
+# --- the fact cache ------------------------------------------------------------------------------
+
+
+def test_a_run_caches_only_the_gathered_subset_where_ansible_playbook_does(tmp_path, env, hosts):
+    """A stage playbook (preflight, in check mode) on a local host: its facts go to ansible.cfg's
+    cache, the one plain ansible-playbook uses with its one-day lifetime, not into the run's
+    artifacts (kept forever); and the controller's environment, secrets and all, is not in them."""
+    env = {**env, "ROBUST_ENV_SECRET": SECRET}
+    done = cf_run(env, "preflight", "-i", str(hosts), "--check")
+    assert "Traceback" not in done.stderr, done.stderr
+    cached = list(Path(env["ANSIBLE_CACHE_PLUGIN_CONNECTION"]).glob("*alpha"))
+    assert len(cached) == 1, done.stdout + done.stderr
+    text = cached[0].read_text()
+    facts = json.loads(json.loads(text)["__payload__"]) if "__payload__" in text else json.loads(text)
+    assert "ansible_distribution" in facts and "ansible_default_ipv4" in facts and "ansible_memtotal_mb" in facts
+    assert "ansible_env" not in facts
+    assert not [name for name in facts if name.startswith(("ansible_ssh_host_key", "ansible_user_"))]
+    assert SECRET not in text
+    assert [str(path) for path in run_dirs(env)[0].rglob("fact_cache")] == []

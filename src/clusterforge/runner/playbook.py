@@ -279,6 +279,10 @@ def _run(project, options, run_dir, playbook_path, inventory_path, cmdline, reco
         quiet=True,
         event_handler=event_handler or recorder,
         cancel_callback=cancel,
+        # ansible-runner points Ansible's fact cache at the run's artifacts (kept with every run,
+        # forever, whatever was gathered) unless told not to: then ansible.cfg's cache applies, the
+        # one plain ansible-playbook uses, with its lifetime (fact_caching_timeout).
+        fact_cache_type="ansible.cfg",
     )
 
 
