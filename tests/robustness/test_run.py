@@ -451,6 +451,18 @@ def test_more_slices_than_hosts_is_refused_at_once(tmp_path, env, hosts):
     assert "--slices 1000000000" in done.stderr and "has 1 hosts; expected N from 1 to 1" in done.stderr
 
 
+def test_host_key_checking_stays_as_ansible_cfg_sets_it(tmp_path, env, hosts):
+    """ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False unless the environment names it; a
+    clusterforge run must check host keys as ansible.cfg (host_key_checking = True) says."""
+    env = {name: value for name, value in env.items() if name != "ANSIBLE_HOST_KEY_CHECKING"}
+    task = """    - name: Host keys are checked
+      ansible.builtin.assert:
+        that: lookup('ansible.builtin.config', 'HOST_KEY_CHECKING') | bool
+"""
+    done = cf_run(env, str(playbook(tmp_path, task)), "-i", str(hosts))
+    assert done.returncode == errors.EXIT_OK, done.stdout + done.stderr
+
+
 # --- the fact cache ------------------------------------------------------------------------------
 
 

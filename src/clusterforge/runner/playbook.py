@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import configparser
 import os
 import shlex
 import shutil
@@ -324,6 +325,17 @@ def _ansible_environment(project: Path, use_mitogen: bool = False, accelerate: b
         "PATH": path,
         "ANSIBLE_NOCOLOR": "1",
     }
+    # ansible-runner turns host key checking off unless the environment names it, overriding
+    # ansible.cfg's host_key_checking = True: keep ansible.cfg's choice (or the user's own).
+    if "ANSIBLE_HOST_KEY_CHECKING" not in os.environ:
+        env["ANSIBLE_HOST_KEY_CHECKING"] = _config_value(project, "host_key_checking", "True")
     if accelerate:
         env["CLUSTERFORGE_ACCELERATE"] = "1"  # read by the accelerate callback, as for ansible-playbook
     return {**env, **mitogen.environment()} if use_mitogen else env
+
+
+def _config_value(project: Path, key: str, default: str) -> str:
+    """A [defaults] setting of the project's ansible.cfg, as written there."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(project / "ansible.cfg")
+    return parser.get("defaults", key, fallback=default)
