@@ -84,6 +84,8 @@ _NAME = re.compile(r"^[A-Za-z0-9._@+-]+$")
 
 def _directory_problem(path: str) -> str:
     """Why path may not be a role's directory, or an empty string."""
+    if path == "/":
+        return "a directory of the role's own, not / (which holds every system directory)"
     if not _NORMAL.match(path) or any(part in (".", "..") for part in path.split("/")):
         return "an absolute path without ., .., // or a trailing / (letters, digits, . _ @ + -)"
     if path in SYSTEM_DIRECTORIES:

@@ -108,6 +108,12 @@ def test_directories_of_their_own_allowed(path):
     assert unsafe_paths({"v": path}) == []
 
 
+def test_the_root_directory_is_named_as_such():
+    assert unsafe_paths({"docker_data_root": "/"}) == [
+        'docker_data_root is "/", expected a directory of the role\'s own, not / (which holds every system directory)'
+    ]
+
+
 def test_a_value_that_is_not_a_string_is_refused():
     assert unsafe_paths({"v": ["/x"]}) == ["v is \"['/x']\", expected an absolute path without ., .., // or a "
                                            "trailing / (letters, digits, . _ @ + -)"]  # fmt: skip
