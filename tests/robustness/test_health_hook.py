@@ -94,3 +94,15 @@ def test_a_check_owned_by_another_user_is_not_run(tmp_path):
     reason = _reason(tmp_path, hook)
     assert not marker.exists()
     assert reason == "clusterforge-health: 50-check: not run: not root-owned or group- or world-writable"
+
+
+def test_a_linked_check_is_judged_by_the_file_it_runs(tmp_path):
+    target = tmp_path / "target-check"
+    target.write_text("#!/bin/bash\necho linked check ran; exit 5\n")
+    target.chmod(0o755)
+    hook = _hook(tmp_path, {})
+    (tmp_path / "checks" / "60-linked").symlink_to(target)
+    assert _reason(tmp_path, hook) == "clusterforge-health: 60-linked: linked check ran"
+    target.chmod(0o777)
+    (tmp_path / "scontrol.args").unlink()
+    assert "60-linked: not run" in _reason(tmp_path, hook)
