@@ -25,7 +25,11 @@ PLACEHOLDER = re.compile(r"<[^<>]*>")
 # What prints each lab command's lines (the setup script's log() puts "lab-host-setup: " first).
 LAB_PRINTERS = {
     "bash .ci/lab-host-setup.sh": [".ci/lab-host-setup.sh"],
-    "clusterforge lab up": ["src/clusterforge/cli/lab.py", "src/clusterforge/lab/cluster.py", "src/clusterforge/lab/image.py"],
+    "clusterforge lab up": [
+        "src/clusterforge/cli/lab.py",
+        "src/clusterforge/lab/cluster.py",
+        "src/clusterforge/lab/image.py",
+    ],
     "clusterforge run": ["src/clusterforge/cli/run.py"],
     "clusterforge report --latest": ["src/clusterforge/cli/check.py"],
     "clusterforge lab down": ["src/clusterforge/cli/lab.py"],
@@ -122,19 +126,28 @@ def test_the_quick_start_prints_what_the_readme_quotes_and_leaves_the_linters_pa
     assert (fresh_clone / ".clusterforge" / "examples" / "inventory" / "hosts.yml").is_file()
     bin_dir = Path(sys.executable).parent
     # The linters of the README's test command (tests/run_all.sh), as it runs them.
-    linters = (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["yamllint", "--strict", "."], ["ansible-lint"])
+    linters = (
+        ["ruff", "check", "."],
+        ["ruff", "format", "--check", "."],
+        ["yamllint", "--strict", "."],
+        ["ansible-lint"],
+    )
     for linter in linters:
         result = subprocess.run(
             [str(bin_dir / linter[0]), *linter[1:]], cwd=fresh_clone, capture_output=True, text=True, timeout=900
         )
-        assert result.returncode == 0, f"{' '.join(linter)} fails after the quick start:\n{result.stdout}{result.stderr}"
+        assert result.returncode == 0, (
+            f"{' '.join(linter)} fails after the quick start:\n{result.stdout}{result.stderr}"
+        )
 
 
 def test_files_written_in_a_new_directory_of_the_checkout_would_break_the_test_command(fresh_clone, tmp_path):
     """The reason the quick start writes under .clusterforge/: yamllint lints any other directory
     (the `topology render -o out/` a new user first tried)."""
     out = fresh_clone / "out-probe"
-    result = run_in(fresh_clone, "clusterforge topology render inventories/examples/h100-superpod.topology.yml -o out-probe")
+    result = run_in(
+        fresh_clone, "clusterforge topology render inventories/examples/h100-superpod.topology.yml -o out-probe"
+    )
     assert result.returncode == 0, result.stderr
     try:
         linted = subprocess.run(
