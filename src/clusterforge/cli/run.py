@@ -57,7 +57,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     run.add_argument(
         "--mitogen",
         action="store_true",
-        help="Mitogen's linear strategy instead of Ansible's (pip install 'clusterforge[mitogen]'; see README)",
+        help="Mitogen's linear strategy instead of Ansible's (pip install 'clusterforge[mitogen]'; see docs/performance.md)",
     )
     run.add_argument(
         "--accelerate",
@@ -65,7 +65,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="turn on the opt-in accelerations (jinja_code_cache; they wrap ansible-core internals), "
         "as CLUSTERFORGE_ACCELERATE=1 does for ansible-playbook; -v says which are on",
     )
-    slicing = run.add_argument_group("fleet scale: disjoint slices of the inventory, see README")
+    slicing = run.add_argument_group("fleet scale: disjoint slices of the inventory, see docs/performance.md")
     sliced_options = slicing.add_mutually_exclusive_group()
     sliced_options.add_argument(
         "--slices",
