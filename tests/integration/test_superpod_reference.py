@@ -78,6 +78,9 @@ def test_the_golden_inventory_holds_the_hand_counts(golden):
     assert golden["slurm_controller"]["children"] == golden["k8s_control_plane"]["children"] == ["head"]
     assert golden["slurm_compute"]["children"] == golden["k8s_workers"]["children"] == ["compute"]
     assert golden["slurm_login"]["children"] == ["login"]
+    # No host gets GPU software without GPUs here (no ansible.gpu_software): the group is empty,
+    # so ansible-inventory lists it under all without an entry of its own.
+    assert "gpu_software" in golden["all"]["children"] and "gpu_software" not in golden
     assert sum(v["clusterforge_expected_gpus"] for v in hostvars.values()) == RA_GPUS
     # Compute ports on the fabric: 8 per DGX, 4 on the UFM = the RA's node-and-UFM cables.
     assert sum(len(v["clusterforge_expected_hca_rates"]) for v in hostvars.values()) == RA_NODE_LEAF_CABLES
