@@ -5,7 +5,8 @@
 Two DGX H100 of the SuperPOD example (inventories/examples/h100-superpod.topology.yml): dgx001
 with the throttling H100s of a real nvidia-smi -q, the ports of a real ibstat (three down) and a
 made-up rail HCA in Polling; dgx040 with another real nvidia-smi -q; head01 without hardware; and
-the pair dgx001+dgx040 failed, unresolved. Judged with the nodes' own judges; written to
+the pair dgx001+dgx040 failed, unresolved. Judged with the nodes' own judges, and marked replayed
+from recorded outputs as every such run is; written to
 OUTDIR/<run id> (the run) and OUTDIR/report (report.json, junit.xml, report.html).
 """
 
@@ -40,10 +41,13 @@ def main(out: Path) -> Path:
         "message": "mlx5_3/1: physical state Polling",
     }
     no_hardware = {"check": "gpu.count", "status": "skipped", "message": "skipped: no hardware"}
-    dgx001 = [record("gpu_check", gpu), record("ib_check", [polling]), record("ib_check", ib)]
+    # Judged from recordings, as the modules' replay mode does: the report says so on every node.
+    replay = {"source": "replay"}
+    dgx001 = [record("gpu_check", gpu, **replay), record("ib_check", [polling], **replay)]
+    dgx001.append(record("ib_check", ib, **replay))
     host_file(run_dir, "dgx001", dgx001, "dgx_h100")
-    host_file(run_dir, "dgx040", [record("gpu_check", gpu2)], "dgx_h100")
-    host_file(run_dir, "head01", [record("gpu_check", [no_hardware])], "mgmt_server")
+    host_file(run_dir, "dgx040", [record("gpu_check", gpu2, **replay)], "dgx_h100")
+    host_file(run_dir, "head01", [record("gpu_check", [no_hardware], **replay)], "mgmt_server")
     pair = ["dgx001", "dgx040"]
     verdict = {"culprits": [], "cleared": [], "unresolved": [pair], "untested": []}
     run = {"schema": report.RUN_SCHEMA, "run_id": RUN_ID, "pairs": {"pairs": [pair]}, "failed_pairs": [pair]}

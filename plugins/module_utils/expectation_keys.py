@@ -3,7 +3,7 @@
 A table maps each key to a Key: the value types it takes, what it means, and the keys it is read
 only together with (nvlink_generation gives a link count only on NVSwitch boards). The node modules'
 options are checked against the tables by a test, ``clusterforge check judge`` types ``--expect``
-values by them and refuses keys outside them, and the README's table of kinds and keys is
+values by them and refuses keys outside them, and docs/validation.md's table of kinds and keys is
 generated from them. Adding a key to a judge is one entry in its table.
 
 Types are the names Ansible argument specs use: int, float, bool, str, list, dict. Stdlib only.

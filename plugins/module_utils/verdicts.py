@@ -28,6 +28,17 @@ STATUSES = (FAIL, WARN, PASS, SKIPPED)
 _SEVERITY = {status: len(STATUSES) - rank for rank, status in enumerate(STATUSES)}
 
 NO_HARDWARE = "skipped: no hardware"
+# A module in replay mode (replay_dir, replay) judges outputs recorded earlier, not the node: its
+# verdicts look like a live run's, so every artefact made from them (report, report.json, JUnit,
+# metrics, the Slurm health hook's drain reason) says this, per check and per host.
+REPLAYED = "replayed from recorded outputs"
+LIVE = "live"
+
+
+def origin(source: Any) -> str:
+    """REPLAYED for a module run whose `source` result says it judged recordings ("replay",
+    "replay:<reader>"), else LIVE."""
+    return REPLAYED if str(source or "").startswith("replay") else LIVE
 
 
 class ParseError(ValueError):

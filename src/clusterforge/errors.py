@@ -1,6 +1,6 @@
 """Errors that the CLI turns into one clear line and a documented exit code."""
 
-# Exit codes a CI job can act on (documented in the README).
+# Exit codes a CI job can act on (documented in docs/runner-and-reports.md, held to it by a test).
 EXIT_OK = 0
 EXIT_HOSTS_FAILED = 2
 EXIT_HOSTS_UNREACHABLE = 3

@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import sys
+import xml.etree.ElementTree as ET
 
 import yaml
 
@@ -102,18 +103,27 @@ def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
     )
     assert done.returncode == 2, done.stdout[-4000:] + done.stderr[-2000:]
     assert "hosts: 5  failed: 1  unreachable: 0" in done.stdout  # gpu03 only
+    validation = next(line for line in done.stdout.splitlines() if line.startswith("validation: "))
+    assert ", all replayed from recorded outputs -> clusterforge report" in validation, validation
 
     # The verdicts as node exporter textfile metrics: gpu03 failed its pair and probe runs, gpu01
     # was cleared by the bisection.
     metrics = {host: (textfiles / host / "clusterforge_validation.prom").read_text() for host in ("gpu01", "gpu03")}
-    assert "clusterforge_validation_host_ok 0\n" in metrics["gpu03"]
+    # Every node judged recordings (replay_dir): each series of its checks and its host_ok say so.
+    replayed = 'origin="replayed from recorded outputs"'
+    assert f"clusterforge_validation_host_ok{{{replayed}}} 0\n" in metrics["gpu03"]
     assert re.search(
-        r'^clusterforge_validation_check_ok\{module="nccl_check",.*status="fail"\} 0$', metrics["gpu03"], re.M
+        r'^clusterforge_validation_check_ok\{module="nccl_check",.*status="fail",' + replayed + r"\} 0$",
+        metrics["gpu03"],
+        re.M,
     )
-    assert "clusterforge_validation_host_ok 1\n" in metrics["gpu01"]
+    assert f"clusterforge_validation_host_ok{{{replayed}}} 1\n" in metrics["gpu01"]
     assert re.search(
         r"^clusterforge_validation_check_measured\{module=\"nccl_check\",.*\} [0-9.]+$", metrics["gpu01"], re.M
     )
+    for text in metrics.values():
+        series = [line for line in text.splitlines() if line.startswith("clusterforge_validation_") and "{" in line]
+        assert series and all(replayed in line for line in series)
     assert not (textfiles / "head01").exists()
 
     run = json.loads((reports / "pairs" / "_run.json").read_text())
@@ -138,6 +148,22 @@ def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
     header = document["header"]
     assert (header["cluster"], header["topology"], header["started"]) == ("pairs", run["topology"], run["started"])
     assert "gpu01 + gpu03 on the cabling plan" in (out / "report.html").read_text()
+
+    # A run judged from recorded outputs says so in every artefact, per host and per check.
+    said = "replayed from recorded outputs"
+    assert document["origin"] == said
+    for node in document["nodes"]:
+        assert node["origin"] == said and node["checks"], node["host"]
+        assert {check["origin"] for check in node["checks"]} == {said}, node["host"]
+    junit = ET.parse(out / "junit.xml").getroot()
+    origins = [p.get("value") for p in junit.iter("property") if p.get("name") == "origin"]
+    cases = list(junit.iter("testcase"))
+    assert len(origins) == len(cases) + len(junit.findall("testsuite")) and set(origins) == {said}
+    for case in cases:
+        for element in case.findall("failure") + case.findall("skipped") + case.findall("system-out"):
+            assert (element.get("message") or element.text).startswith(said), ET.tostring(case, encoding="unicode")
+    page = (out / "report.html").read_text()
+    assert page.count(f'<span class="origin">{said}</span>') == 1 + 2 * len(document["nodes"]) + len(cases)
     bars = {(b["label"], b["scope"], b["status"]) for b in document["bandwidth"]}
     assert bars == {
         ("all_reduce:gpu01+gpu03", "pair", "fail"),

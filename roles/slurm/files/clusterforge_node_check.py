@@ -16,7 +16,8 @@ small part of AnsibleModule they use (params with the spec's defaults, run_comma
 fail_json) and for Ansible's packaging of module_utils.
 
 Exit status: 0 when no check failed (warn and "skipped: no hardware" pass), 1 when one did (the
-first line of output names the module and the failed checks, the hook's drain reason), 2 for a bad
+first line of output names the module and the failed checks, the hook's drain reason, after
+"replayed from recorded outputs: " when the module judged recorded outputs), 2 for a bad
 configuration or a module that cannot run.
 """
 
@@ -138,6 +139,7 @@ def _load_module(bundle: dict, name: str) -> types.ModuleType:
 def run_module(bundle: dict, name: str, options: dict) -> tuple:
     """(failed, message) of one check module."""
     from ansible.module_utils.check_module import failure_message, payload
+    from ansible.module_utils.verdicts import REPLAYED, origin
 
     code = _load_module(bundle, name)
     # build_module() constructs the name it imported as AnsibleModule: bind this module's options to it.
@@ -146,12 +148,14 @@ def run_module(bundle: dict, name: str, options: dict) -> tuple:
         node_module = code.build_module()
     except ConfigError as exc:
         raise ConfigError(f"{name}: {exc}") from None
-    results, _extra = code.run_checks(node_module)
+    results, extra = code.run_checks(node_module)
     body = payload(results)
+    # Replay mode judged recordings, not this node: the message (a drain reason) says so first.
+    said = f"{REPLAYED}: " if origin(extra.get("source")) == REPLAYED else ""
     if body["status"] == "fail":
-        return True, failure_message(name, results)
+        return True, said + failure_message(name, results)
     counts = ", ".join(f"{count} {status}" for status, count in body["counts"].items() if count)
-    return False, f"{name}: {body['status']} ({counts or 'no checks'})"
+    return False, f"{said}{name}: {body['status']} ({counts or 'no checks'})"
 
 
 def _read_json(path: str):

@@ -57,7 +57,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     run.add_argument(
         "--mitogen",
         action="store_true",
-        help="Mitogen's linear strategy instead of Ansible's (pip install 'clusterforge[mitogen]'; see README)",
+        help="Mitogen's linear strategy instead of Ansible's "
+        "(pip install 'clusterforge[mitogen]'; see docs/performance.md)",
     )
     run.add_argument(
         "--accelerate",
@@ -65,7 +66,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="turn on the opt-in accelerations (jinja_code_cache; they wrap ansible-core internals), "
         "as CLUSTERFORGE_ACCELERATE=1 does for ansible-playbook; -v says which are on",
     )
-    slicing = run.add_argument_group("fleet scale: disjoint slices of the inventory, see README")
+    slicing = run.add_argument_group("fleet scale: disjoint slices of the inventory, see docs/performance.md")
     sliced_options = slicing.add_mutually_exclusive_group()
     sliced_options.add_argument(
         "--slices",
@@ -282,6 +283,12 @@ def _print_validation(validation: dict) -> None:
         elif counts["skipped_no_hardware"]:
             skipped += f" ({counts['skipped_no_hardware']} no hardware)"
         verdict.append(skipped)
+        replayed = counts.get("replayed", 0)
+        if replayed:
+            from clusterforge.validation.host_verdict import verdicts  # loaded already to count them
+
+            total = sum(counts[status] for status in ("pass", "warn", "fail", "skipped"))
+            verdict.append((f", {'all' if replayed == total else replayed} {verdicts.REPLAYED}", "bold yellow"))
     command = (
         f"clusterforge report {present.home(validation['report_source'])} -o {present.home(validation['report_dir'])}"
     )

@@ -82,7 +82,7 @@ class RunOptions:
     extra_vars: list[str] = field(default_factory=list)
     clusterforge_vars: dict = field(default_factory=dict)
     vault_password_file: str | None = None
-    # Mitogen's linear strategy instead of Ansible's (opt-in; see runner.mitogen and the README).
+    # Mitogen's linear strategy instead of Ansible's (opt-in; see runner.mitogen and docs/performance.md).
     mitogen: bool = False
     # clusterforge's opt-in accelerations (plugins/callback/accelerate.py), on for this run.
     accelerate: bool = False

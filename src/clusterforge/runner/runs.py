@@ -130,12 +130,13 @@ def validation_counts(results_dir: str | os.PathLike[str]) -> dict[str, int] | N
         run = load_run(results_dir)
     except (UsageError, OSError, ValueError, KeyError, TypeError):
         return None
-    counts = {"pass": 0, "warn": 0, "fail": 0, "skipped": 0, "skipped_no_hardware": 0}
+    counts = {"pass": 0, "warn": 0, "fail": 0, "skipped": 0, "skipped_no_hardware": 0, "replayed": 0}
     for node in run.nodes:
         for check in node.checks:
             counts[check.status] = counts.get(check.status, 0) + 1
             if check.status == "skipped" and "no hardware" in (check.message or ""):
                 counts["skipped_no_hardware"] += 1
+            counts["replayed"] += check.replayed  # judged from recorded outputs, not measured
     counts["nodes"] = len(run.nodes)
     counts["nodes_failed"] = sum(1 for node in run.nodes if node.status in ("fail", "unreachable"))
     return counts

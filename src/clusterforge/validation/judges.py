@@ -275,7 +275,7 @@ def overall(results: list) -> str:
 
 
 def keys_markdown() -> str:
-    """The README's table of kinds and the expectation keys each reads, from the judges' tables."""
+    """docs/validation.md's table of kinds and the expectation keys each reads, from the judges' tables."""
     lines = ["| kind | judges | key | type | meaning |", "|---|---|---|---|---|"]
     for name, spec in sorted(KINDS.items()):
         first = f"`{name}` | {spec.reads}"

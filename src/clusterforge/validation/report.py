@@ -62,6 +62,11 @@ class Check:
     scope: str | None = None  # node, pair or probe for NCCL runs
     counted: bool = True  # False: a pair failure of a node the bisection cleared
     summary: str = ""  # measured in a few words (clusterforge.validation.summary)
+    origin: str = verdicts.LIVE  # or verdicts.REPLAYED: judged from recorded outputs, not the node
+
+    @property
+    def replayed(self) -> bool:
+        return self.origin == verdicts.REPLAYED
 
     def __post_init__(self) -> None:
         if not self.summary:
@@ -98,6 +103,11 @@ class Node:
         return host_verdict(self.host, self.records, self.cleared)["status"]
 
     @property
+    def origin(self) -> str:
+        """REPLAYED when any of its checks judged recorded outputs: then its verdict is not the node's."""
+        return verdicts.REPLAYED if any(check.replayed for check in self.checks) else verdicts.LIVE
+
+    @property
     def counts(self) -> dict[str, int]:
         counts = dict.fromkeys(STATUSES, 0)
         for check in self.checks:
@@ -123,14 +133,21 @@ class Run:
     def verdict(self) -> dict[str, Any]:
         return self.run.get("verdict") or {}
 
+    @property
+    def origin(self) -> str:
+        return verdicts.REPLAYED if any(node.origin == verdicts.REPLAYED for node in self.nodes) else verdicts.LIVE
+
 
 def _checks_of(host: str, record: dict[str, Any], cleared: set[str]) -> list[Check]:
     module = str(record.get("module") or "unknown")
     scope = record.get("scope")
     counted = counts_against(host, record, cleared)
+    origin = verdicts.origin(record.get("source"))
     if crashed(record):
         message = str(record.get("error") or record.get("msg") or "the module returned no verdict")
-        return [Check(host, module, f"{module}.error", verdicts.FAIL, None, None, message, scope, counted)]
+        return [
+            Check(host, module, f"{module}.error", verdicts.FAIL, None, None, message, scope, counted, origin=origin)
+        ]
     found = []
     for item in record["checks"]:
         status = verdicts.worst([str(item.get("status"))])  # an unknown status reads as fail
@@ -145,6 +162,7 @@ def _checks_of(host: str, record: dict[str, Any], cleared: set[str]) -> list[Che
                 str(item.get("message") or ""),
                 scope,
                 counted,
+                origin=origin,
             )
         )
     return found
@@ -219,6 +237,7 @@ def run_document(run: Run) -> dict[str, Any]:
         "run_id": run.run_id,
         "generated": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "source": run.source,
+        "origin": run.origin,
         "header": header(run),
         "status": run.status,
         "summary": {"nodes": len(run.nodes), "nodes_by_status": node_totals, "checks_by_status": totals},
@@ -227,6 +246,7 @@ def run_document(run: Run) -> dict[str, Any]:
                 "host": node.host,
                 "node_type": node.node_type,
                 "status": node.status,
+                "origin": node.origin,
                 "unreachable": node.unreachable,
                 "counts": node.counts,
                 "checks": [{k: v for k, v in asdict(check).items() if k != "host"} for check in node.checks],
@@ -248,13 +268,19 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
+def _origin_property(element: ET.Element, origin: str) -> None:
+    ET.SubElement(ET.SubElement(element, "properties"), "property", name="origin", value=origin)
+
+
 def junit_xml(run: Run) -> str:
     """One test suite per node, one test case per check: fail -> <failure>, skipped -> <skipped>,
-    warn passes with its message in <system-out>; an unreachable node has an <error> case."""
+    warn passes with its message in <system-out>; an unreachable node has an <error> case. A suite
+    and a case judged from recorded outputs say so in an "origin" property and before their text."""
     suites = ET.Element("testsuites", name=f"clusterforge validation {run.run_id}")
     all_tests = all_failures = all_skipped = all_errors = 0
     for node in run.nodes:
         suite = ET.SubElement(suites, "testsuite", name=node.host)
+        _origin_property(suite, node.origin)
         tests = failures = skipped = errors = 0
         if node.unreachable is not None:
             case = ET.SubElement(suite, "testcase", classname=f"{node.host}.connection", name=UNREACHABLE)
@@ -264,22 +290,24 @@ def junit_xml(run: Run) -> str:
         for check in node.checks:
             case = ET.SubElement(suite, "testcase", classname=f"{node.host}.{check.module}", name=check.check)
             case.set("time", "0")
+            _origin_property(case, check.origin)
             tests += 1
+            said = f"{verdicts.REPLAYED}: " if check.replayed else ""
             detail = (
                 f"measured: {check.summary}\nraw: {_text(check.measured)}\n"
                 f"expected: {_text(check.expected)}\n{check.message}"
             )
             if check.status == "fail" and check.counted:
                 failures += 1
-                failure = ET.SubElement(case, "failure", message=check.message[:500], type="fail")
-                failure.text = detail
+                failure = ET.SubElement(case, "failure", message=(said + check.message)[:500], type="fail")
+                failure.text = said + detail
             elif check.status == "skipped":
                 skipped += 1
-                ET.SubElement(case, "skipped", message=check.message[:500])
+                ET.SubElement(case, "skipped", message=(said + check.message)[:500])
             else:
                 out = ET.SubElement(case, "system-out")
                 prefix = "cleared by bisection: " if check.status == "fail" else f"{check.status.upper()}: "
-                out.text = prefix + detail
+                out.text = said + prefix + detail
         suite.set("tests", str(tests))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
@@ -310,6 +338,7 @@ dl.meta dd{margin:0}
 .status{display:inline-block;font-weight:600;color:#fff;border-radius:3px;padding:0 .4rem;white-space:nowrap}
 .status.pass{background:#2e7d32}.status.warn{background:#e65100}.status.fail{background:#c62828}
 .status.skipped{background:#757575}.status.unreachable{background:#4a148c}
+.origin{display:inline-block;border:1px solid #4a148c;color:#4a148c;border-radius:3px;padding:0 .4rem;font-size:.8rem}
 tr.node.pass td{background:#f1f8f1}tr.node.warn td{background:#fff6ec}tr.node.fail td{background:#fdf0f0}
 tr.node.skipped td{background:#fafafa}tr.node.unreachable td{background:#f6f0fa}
 td.msg{max-width:60rem;word-break:break-word}td.raw{color:#757575;font-size:.8rem;max-width:30rem;
@@ -319,6 +348,11 @@ word-break:break-all}details{margin:.4rem 0}summary{cursor:pointer}.none{color:#
 
 def _badge(status: str) -> str:
     return f'<span class="status {html.escape(status)}">{html.escape(status)}</span>'
+
+
+def _origin(origin: str) -> str:
+    """Nothing for a live verdict; a mark saying it was judged from recorded outputs otherwise."""
+    return f' <span class="origin">{html.escape(origin)}</span>' if origin == verdicts.REPLAYED else ""
 
 
 def cell(value: Any, limit: int = 300) -> str:
@@ -562,7 +596,7 @@ def html_page(run: Run) -> str:
         counts = node.counts
         rows.append(
             f'<tr class="node {esc(node.status)}" id="node-{esc(node.host)}"><td>{cell(node.host, 120)}</td>'
-            f"<td>{cell(node.node_type, 80)}</td><td>{_badge(node.status)}</td>"
+            f"<td>{cell(node.node_type, 80)}</td><td>{_badge(node.status)}{_origin(node.origin)}</td>"
             + "".join(f"<td>{counts[s]}</td>" for s in ("pass", "warn", "fail", "skipped"))
             + f'<td class="msg">{notes}</td></tr>'
         )
@@ -572,6 +606,7 @@ def html_page(run: Run) -> str:
             f'<tr class="check {esc(c.status)}"><td>{cell(c.module, 80)}</td><td>{cell(c.check, 120)}</td>'
             f"<td>{_badge(c.status)}"
             + ("" if c.counted else " (cleared)")
+            + _origin(c.origin)
             + f'</td><td class="measured">{cell(c.summary, 160)}</td>'
             f'<td class="msg">{cell(c.expected, 200)}</td>'
             f'<td class="msg">{cell(c.message, 600)}</td>'
@@ -579,7 +614,8 @@ def html_page(run: Run) -> str:
             for c in node.checks
         )
         details.append(
-            f"<details><summary>{cell(node.host, 120)} {_badge(node.status)}</summary><table><tr><th>module</th>"
+            f"<details><summary>{cell(node.host, 120)} {_badge(node.status)}{_origin(node.origin)}</summary>"
+            "<table><tr><th>module</th>"
             f"<th>check</th><th>status</th><th>measured</th><th>expected</th><th>message</th><th>raw value</th></tr>"
             f"{lines}</table></details>"
         )
@@ -588,7 +624,7 @@ def html_page(run: Run) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{cell(title, 200)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{cell(title, 200)} {_badge(run.status)}</h1>"
+        f"<h1>{cell(title, 200)} {_badge(run.status)}{_origin(run.origin)}</h1>"
         f"{_meta(run, doc['generated'])}"
         f"<p>{summary['nodes']} nodes: {cell(by_status)}.</p>"
         '<h2>Nodes</h2><table id="nodes"><tr><th>host</th><th>node type</th><th>status</th><th>pass</th>'

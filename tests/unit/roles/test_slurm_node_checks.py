@@ -75,14 +75,31 @@ def test_a_node_whose_gpus_are_not_what_the_topology_expects_fails(bundle, tmp_p
     done = _run({"checks": node_check_args(host_vars, replay_dir=str(replay))}, bundle, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     first = done.stdout.splitlines()[0]
-    assert first.startswith("gpu_check: 3 of 14 checks failed: gpu.count: 8 of 2 expected GPUs visible to the driver")
-    assert "ib_check: skipped (1 skipped)" in done.stdout
+    # Judged from a recording, not the node: the drain reason says so before the module's message.
+    assert first.startswith(
+        "replayed from recorded outputs: gpu_check: 3 of 14 checks failed: gpu.count: 8 of 2 expected GPUs visible"
+    )
+    assert "replayed from recorded outputs: ib_check: skipped (1 skipped)" in done.stdout
 
 
 def test_a_node_without_gpus_is_skipped_not_failed(bundle, tmp_path):
     empty = tmp_path / "replay"
     empty.mkdir()
     done = _run({"checks": node_check_args({"clusterforge_expected_gpus": 2}, replay_dir=str(empty))}, bundle, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "replayed from recorded outputs: gpu_check: skipped (1 skipped)",
+        "replayed from recorded outputs: ib_check: skipped (1 skipped)",
+    ]
+
+
+def test_a_live_run_does_not_say_replayed(bundle, tmp_path):
+    """Without replay_dir the modules look at this machine (no NVIDIA GPU, no HCA under the given
+    roots): their own verdict, with nothing before the module's name."""
+    config = node_check_args({"clusterforge_expected_gpus": 2})
+    config["gpu_check"]["pci_root"] = str(tmp_path / "no-pci")
+    config["ib_check"]["sysfs_root"] = str(tmp_path / "no-sysfs")
+    done = _run({"checks": config}, bundle, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines() == ["gpu_check: skipped (1 skipped)", "ib_check: skipped (1 skipped)"]
 

@@ -139,6 +139,7 @@ def test_summary_json_carries_the_schema_id_paths_messages_and_validation(state)
         "fail": 1,
         "skipped": 1,
         "skipped_no_hardware": 1,
+        "replayed": 0,
         "nodes": 1,
         "nodes_failed": 1,
     }

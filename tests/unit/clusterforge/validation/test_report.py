@@ -124,6 +124,74 @@ def test_json_document(run_dir, tmp_path):
     assert document["verdict"]["culprits"] == ["gpu01"]
 
 
+def _replayed_run(run_dir: Path) -> Path:
+    """The run_dir fixture's run where gpu01's module runs and head01's gpu_check judged recorded
+    outputs (the modules' replay mode: "source" replay or replay:<reader>); gpu02 ran live."""
+    for host, replayed_modules in (("gpu01", {"gpu_check", "ib_check"}), ("head01", {"gpu_check"})):
+        path = run_dir / f"{host}.json"
+        document = json.loads(path.read_text())
+        for result in document["results"]:
+            if result.get("module") in replayed_modules:
+                result["source"] = "replay:ibstat" if result["module"] == "ib_check" else "replay"
+        path.write_text(json.dumps(document))
+    gpu02 = run_dir / "gpu02.json"
+    document = json.loads(gpu02.read_text())
+    for result in document["results"]:
+        result["source"] = "live"
+    gpu02.write_text(json.dumps(document))
+    return run_dir
+
+
+def test_every_artefact_says_replayed_per_check_and_per_host(run_dir, tmp_path):
+    """A run judged from recordings must not look like a live pass: report.json, JUnit and the HTML
+    page say "replayed from recorded outputs" on each such check and host, and nowhere else."""
+    said = "replayed from recorded outputs"
+    written = report.write_report(report.load_run(_replayed_run(run_dir)), tmp_path / "out")
+
+    document = json.loads(written["json"].read_text())
+    assert document["origin"] == said
+    nodes = {node["host"]: node for node in document["nodes"]}
+    assert {host: node["origin"] for host, node in nodes.items()} == {"gpu01": said, "gpu02": "live", "head01": said}
+    assert {check["origin"] for check in nodes["gpu01"]["checks"]} == {said}
+    assert {check["origin"] for check in nodes["gpu02"]["checks"]} == {"live"}
+    # head01's crashed cabling_check recorded no source: live, beside its replayed gpu_check.
+    assert [(c["check"], c["origin"]) for c in nodes["head01"]["checks"]] == [
+        ("gpu.count", said),
+        ("cabling_check.error", "live"),
+    ]
+
+    root = ET.parse(written["junit"]).getroot()
+    for suite in root.findall("testsuite"):
+        host = suite.get("name")
+        assert suite.find("properties/property[@name='origin']").get("value") == nodes[host]["origin"]
+        for case, check in zip(suite.findall("testcase"), nodes[host]["checks"], strict=True):
+            assert case.find("properties/property[@name='origin']").get("value") == check["origin"]
+            texts = [e.get("message") or "" for e in case.findall("failure") + case.findall("skipped")]
+            texts += [(e.text or "") for e in case.findall("failure") + case.findall("system-out")]
+            assert texts
+            for text in texts:
+                assert text.startswith(said) == (check["origin"] == said), (host, check["check"], text)
+
+    page = written["html"].read_text()
+    mark = f'<span class="origin">{said}</span>'
+    assert f"{report.html.escape(document['run_id'])} " in page and mark in page.split("</h1>")[0]
+    rows = {host: page.split(f'id="node-{host}"')[1].split("</tr>")[0] for host in nodes}
+    assert {host: mark in row for host, row in rows.items()} == {"gpu01": True, "gpu02": False, "head01": True}
+    checks = page.split("<h2>Checks per node</h2>")[1]
+    per_host = {d.split("</summary>")[0].split(">")[1].split(" ")[0]: d for d in checks.split("<details>")[1:]}
+    for host, node in nodes.items():
+        replayed_checks = sum(c["origin"] == said for c in node["checks"])
+        # The host's summary line once when it has any, then each replayed check's row.
+        assert per_host[host].count(mark) == (node["origin"] == said) + replayed_checks, host
+
+
+def test_a_live_run_says_replayed_nowhere(run_dir, tmp_path):
+    written = report.write_report(report.load_run(run_dir), tmp_path / "out")
+    for path in written.values():
+        assert "replayed from recorded outputs" not in path.read_text()
+    assert json.loads(written["json"].read_text())["origin"] == "live"
+
+
 def test_junit_parses_back_with_failures_and_skips(run_dir, tmp_path):
     written = report.write_report(report.load_run(run_dir), tmp_path / "out")
     root = ET.parse(written["junit"]).getroot()
@@ -420,11 +488,11 @@ def test_sysfs_tree_is_judged_from_a_directory(tmp_path, capsys):
         cli("check", "judge", "ib-sysfs", str(fixture("ibstat", "p100-host-connectx3-fdr56-active.txt")))
 
 
-def test_the_readme_lists_every_kind_with_the_keys_its_judge_reads():
-    readme = (PROJECT / "README.md").read_text()
-    start = readme.index("<!-- check-judge-keys: generated from the judges' key tables -->\n")
-    table = readme[readme.index("\n", start) + 1 : readme.index("\n<!-- /check-judge-keys -->")]
-    assert table == judges.keys_markdown(), "README table of kinds and keys is stale: print keys_markdown() anew"
+def test_the_docs_list_every_kind_with_the_keys_its_judge_reads():
+    page = (PROJECT / "docs" / "validation.md").read_text()
+    start = page.index("<!-- check-judge-keys: generated from the judges' key tables -->\n")
+    table = page[page.index("\n", start) + 1 : page.index("\n<!-- /check-judge-keys -->")]
+    assert table == judges.keys_markdown(), "docs/validation.md's kinds and keys are stale: print keys_markdown() anew"
     kinds = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")}
     assert kinds == set(judges.KINDS)
     assert {"nvidia-smi-query", "ib_write_bw", "xid", "ib-sysfs"} <= kinds  # the issue's new kinds

@@ -281,6 +281,8 @@ def test_the_sample_report_script_places_the_polling_hca(tmp_path):
     page = _sample_report(tmp_path).read_text()
     notes = next(Tree(page).root.iter("td", "msg")).text()
     assert "mlx5_3/1: rail 2, compute-su1-r2-leaf1 port 1" in notes
+    # Made from recordings, not from nodes: the page says so (the screenshot in docs/ shows it).
+    assert page.count('<span class="origin">replayed from recorded outputs</span>') > 3
 
 
 def test_the_report_renders_in_headless_chromium(tmp_path):
