@@ -25,7 +25,7 @@ from clusterforge.errors import (
     EXIT_USAGE,
     UsageError,
 )
-from clusterforge.runner import artifacts, extravars, mitogen, runs
+from clusterforge.runner import artifacts, extravars, mitogen, quiet, runs
 from clusterforge.runner import inventory as run_inventory
 from clusterforge.runner.process import Supervisor
 from clusterforge.runner.record import RunRecorder
@@ -324,6 +324,7 @@ def _ansible_environment(project: Path, use_mitogen: bool = False, accelerate: b
         "ANSIBLE_CALLBACK_PLUGINS": callbacks,
         "PATH": path,
         "ANSIBLE_NOCOLOR": "1",
+        "PYTHONWARNINGS": quiet.pythonwarnings(os.environ.get("PYTHONWARNINGS")),
     }
     # ansible-runner turns host key checking off unless the environment names it, overriding
     # ansible.cfg's host_key_checking = True: keep ansible.cfg's choice (or the user's own).

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterforge.errors import Interrupted, UsageError
-from clusterforge.runner import artifacts
+from clusterforge.runner import artifacts, quiet
 from clusterforge.topology import groups
 
 COMPUTE_GROUP = "compute"
@@ -165,7 +165,12 @@ def load_inventory(
     command = [str(bindir / "ansible-inventory"), "-i", str(inventory), "--list"]
     if limit:
         command += ["--limit", limit]
-    env = {**os.environ, "ANSIBLE_CONFIG": str(project / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(project / "ansible.cfg"),
+        "ANSIBLE_NOCOLOR": "1",
+        "PYTHONWARNINGS": quiet.pythonwarnings(os.environ.get("PYTHONWARNINGS")),
+    }
     try:
         # A session of its own: a Ctrl-C at the terminal reaches clusterforge, which ends the
         # listing, instead of ansible-inventory, whose traceback would be reported as the error.
