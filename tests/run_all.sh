@@ -26,8 +26,10 @@ clusterforge lab image
 # pytest and the Molecule scenarios are independent (each brings up containers of its own, named
 # apart) and spend much of their time waiting on apt and systemd, so they run CLUSTERFORGE_CI_JOBS
 # at a time (default 2). Each job's output goes to a log, printed whole when the job ends; the run
-# fails when any job fails.
-jobs=(pytest)
+# fails when any job fails. The newest-core job runs the unit tests, the syntax check and a lab's
+# site.yml twice under the newest ansible-core, the controller in a Debian 13 container
+# (.ci/newest-core.sh); it and pytest, the longest jobs, start first.
+jobs=(pytest newest-core)
 for scenario in molecule/*/molecule.yml; do
   name=$(basename "$(dirname "$scenario")")
   # A scenario too long for CI (a real DKMS build) is marked on demand in its molecule.yml.
@@ -40,20 +42,25 @@ done
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
+# The command of a job (names are plain words: pytest, newest-core, a scenario's directory).
+job_command() {
+  case $1 in
+    pytest) echo pytest ;;
+    newest-core) echo bash .ci/newest-core.sh ;;
+    *) echo molecule test -s "$1" ;;
+  esac
+}
 run_job() {
-  local job=$1 logs=$2 start=$SECONDS rc=0
-  if [ "$job" = pytest ]; then
-    pytest >"$logs/$job.log" 2>&1 || rc=$?
-  else
-    molecule test -s "$job" >"$logs/$job.log" 2>&1 || rc=$?
-  fi
+  local job=$1 logs=$2 start=$SECONDS rc=0 command
+  read -ra command <<<"$(job_command "$job")"
+  "${command[@]}" >"$logs/$job.log" 2>&1 || rc=$?
   {
-    printf '\n==> %s (rc %s, %s s)\n' "$([ "$job" = pytest ] && echo pytest || echo "molecule test -s $job")" "$rc" "$((SECONDS - start))"
+    printf '\n==> %s (rc %s, %s s)\n' "$(job_command "$job")" "$rc" "$((SECONDS - start))"
     cat "$logs/$job.log"
   } | flock "$logs/.print" cat
   echo "$rc" >"$logs/$job.rc"
 }
-export -f run_job
+export -f job_command run_job
 printf '%s\n' "${jobs[@]}" | xargs -P "${CLUSTERFORGE_CI_JOBS:-2}" -I{} bash -c 'run_job "$1" "$2"' _ {} "$logs"
 
 failed=()
