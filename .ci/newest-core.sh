@@ -45,9 +45,10 @@ digest=$(
 )
 image="$IMAGE_REPOSITORY:$digest"
 if ! docker image inspect "$image" >/dev/null 2>&1; then
-  docker build -q -t "$image" "$context" >/dev/null
+  docker build -t "$image" "$context" >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
   # Older dependency sets are of no further use.
-  docker images "$IMAGE_REPOSITORY" --format '{{.Repository}}:{{.Tag}}' | grep -vxF "$image" | xargs -r docker rmi >/dev/null
+  docker images "$IMAGE_REPOSITORY" --format '{{.Repository}}:{{.Tag}}' | { grep -vxF "$image" || true; } \
+    | xargs -r docker rmi >/dev/null
 fi
 echo "$image"
 
