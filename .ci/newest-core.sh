@@ -61,13 +61,19 @@ step "controller: unit tests, syntax check, site.yml twice"
 # mounted so nothing the leg writes (egg-info, caches) lands in the checkout. The lab's state (inventory,
 # SSH key, known_hosts) is mounted at the same path, as its inventory names those paths.
 git ls-files -z --cached --others --exclude-standard \
-  | tar --null --files-from=- --ignore-failed-read -cf - 2>/dev/null \
-  | docker run --rm -i \
+  | tar --null --files-from=- --ignore-failed-read -cf "$work/project.tar" 2>/dev/null
+# promtool and amtool for the monitoring rules' unit tests, where the tests look for them (a directory
+# of the leg's own: the pytest job may be fetching the checkout's copy at the same time).
+tools="$work/extra/.clusterforge/tools/bin"
+bash tests/tools/monitoring-tools.sh "$tools" >/dev/null
+tar -rf "$work/project.tar" -C "$work/extra" .clusterforge
+docker run --rm -i \
     --network "clusterforge-$LAB" \
     -v "$CLUSTERFORGE_STATE_DIR:$CLUSTERFORGE_STATE_DIR" \
     -e CLUSTERFORGE_STATE_DIR \
     -e "CLUSTERFORGE_INVENTORY=$inventory" \
     "$image" \
-    bash -c 'mkdir /project && tar -x -C /project && exec bash /project/.ci/newest-core/controller.sh'
+    bash -c 'mkdir /project && tar -x -C /project && exec bash /project/.ci/newest-core/controller.sh' \
+    <"$work/project.tar"
 
 step "passed"
