@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from clusterforge.cli.tables import print_table
 from clusterforge.errors import UsageError
 from clusterforge.topology import ClusterPlan, TopologyError, load
 
@@ -99,12 +100,15 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
         # Plain stdout: rich would wrap and colour what a script parses.
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
         return 0
-    console.print(
+    print_table(
+        console,
         _count_table(
             f"cluster {summary['cluster']}", ("role", "hosts"), summary["hosts"]["by_role"], summary["hosts"]["total"]
-        )
+        ),
     )
-    console.print(_count_table("GPUs", ("model", "count"), summary["gpus"]["by_model"], summary["gpus"]["total"]))
+    print_table(
+        console, _count_table("GPUs", ("model", "count"), summary["gpus"]["by_model"], summary["gpus"]["total"])
+    )
     fabrics = Table(title="fabrics")
     for column in ("fabric", "kind", "switches", "links", "cables"):
         fabrics.add_column(column)
@@ -119,12 +123,13 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
             links,
             _counts(fabric["cables"]),
         )
-    console.print(fabrics)
+    print_table(console, fabrics)
     cost = summary["bom"]
     console.print(
         f"switches: {summary['switches']}  power: {cost['power_kw']:,.1f} kW  cost: ${cost['price_usd']:,.0f} "
         "(bill of materials: clusterforge topology render)",
         highlight=False,
+        soft_wrap=True,  # one line, whatever the width: a pipe or a log wraps it if it must
     )
     return 0
 
