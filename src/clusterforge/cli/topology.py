@@ -156,18 +156,25 @@ def _render(plan: ClusterPlan, args: argparse.Namespace) -> int:
 
 
 def _draw(plan: ClusterPlan, args: argparse.Namespace) -> int:
-    from clusterforge.topology.draw import render_svg  # written separately; only this command needs it
+    from clusterforge.topology.draw import pick_fabric, render_svg  # only this command needs them
 
     if not plan.fabrics:
         raise UsageError(f"{plan.path}: the topology has no fabrics to draw")
     if args.fabric is not None and args.fabric not in plan.fabrics:
         raise UsageError(f"no fabric {args.fabric!r} in {plan.path}; expected one of {', '.join(plan.fabrics)}")
     path = Path(args.output)
-    svg = render_svg(plan, fabric=args.fabric) if args.fabric else render_svg(plan)
+    name = pick_fabric(plan, args.fabric)
+    svg = render_svg(plan, fabric=name)
     try:
         path.write_text(svg)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    # Which fabric, and its switches next to the total validate reports for all fabrics.
+    others = [other for other in plan.fabrics if other != name]
+    drawn = f"{name} fabric: {len(plan.fabrics[name].switches)} of the topology's {plan.switch_count()} switches"
+    if others:
+        drawn += f" (other fabrics: {', '.join(others)}; draw one with --fabric)"
+    console.print(drawn, highlight=False, soft_wrap=True, markup=False)
     console.print(f"drawing written to {path}", highlight=False, soft_wrap=True, markup=False)
     return 0
 
