@@ -131,7 +131,7 @@ def test_a_changed_host_key_is_refused_through_clusterforge_run_as_through_ansib
     real = known.read_text()
     env = {**os.environ, **lab["env"], "ANSIBLE_NOCOLOR": "1"}
     env.pop("ANSIBLE_HOST_KEY_CHECKING", None)
-    playbook = PROJECT / "tests" / "integration" / "playbooks" / "outcomes.yml"
+    playbook = PROJECT / "tests" / "integration" / "playbooks" / "reach.yml"
 
     def both(control: str) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
         # Fresh master-connection folders: a connection still open from an earlier test would
