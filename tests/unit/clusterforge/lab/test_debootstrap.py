@@ -141,3 +141,36 @@ def test_on_a_terminal_each_stage_is_a_bar_that_fills(real_steps):
     assert tasks["Downloading packages"].finished
     text = out.getvalue()
     assert "debootstrap: Base system installed successfully." in text and "100%" in text
+
+
+def test_the_debootstrap_build_logs_each_stage_then_imports_the_tree(tmp_path, monkeypatch):
+    """The build as `clusterforge lab image` runs it off a terminal, with a stand-in debootstrap that
+    replays the real run's steps and lays out the directories the build writes into."""
+    replay = tmp_path / "steps.txt"
+    replay.write_text(REAL.read_text())
+    folder = _stand_in(
+        tmp_path,
+        f"""eval "tree=\\${{$(($# - 1))}}"  # the arguments end with the tree, then the mirror
+mkdir -p "$tree/etc/systemd/system" "$tree/etc/ssh" "$tree/var/lib/apt/lists" "$tree/var/cache/apt/archives"
+echo "$@" > {tmp_path}/arguments
+cat {replay} >&3
+""",
+    )
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(image.os, "geteuid", lambda: 0)
+
+    class Api:
+        def import_image(self, **kwargs):
+            self.imported = kwargs
+
+    class Client:
+        api = Api()
+
+    lines = []
+    image._build_with_debootstrap(
+        Client(), "trixie", "clusterforge/lab-node:trixie", "d1", "http://m", lines.append, None
+    )
+    assert (tmp_path / "arguments").read_text().startswith("--debian-installer --variant=minbase --include=")
+    assert "debootstrap: Downloading packages" in lines and "debootstrap: Base system installed successfully." in lines
+    assert lines[-1] == "packing rootfs and importing it as clusterforge/lab-node:trixie"
+    assert Client.api.imported["repository"] == "clusterforge/lab-node" and Client.api.imported["tag"] == "trixie"
