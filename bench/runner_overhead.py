@@ -63,8 +63,9 @@ def through_runner(python: str, env: dict, inventory: Path, playbook: str) -> tu
     if code != 0:
         raise SystemExit(f"{python} -m clusterforge.cli run {playbook} failed (rc {code}):\n{output[-3000:]}")
     summary, _ = json.JSONDecoder().raw_decode(output)  # stdout's JSON; stderr follows it
-    if summary["totals"]["changed"]:
-        raise SystemExit(f"the re-run through clusterforge run changed something: {summary['totals']}")
+    changed = {host: counts["changed"] for host, counts in summary["hosts"].items() if counts["changed"]}
+    if changed:
+        raise SystemExit(f"the re-run through clusterforge run changed something: {changed}")
     return wall, cpu
 
 

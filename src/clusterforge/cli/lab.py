@@ -16,7 +16,6 @@ from clusterforge.cli.tables import print_table
 from clusterforge.errors import UsageError
 from clusterforge.lab import spec
 from clusterforge.lab.debootstrap import PER_PACKAGE, Step
-from clusterforge.lab.image import BUILDERS
 from clusterforge.paths import project_dir
 from clusterforge.topology import TopologyError, load
 
@@ -62,7 +61,7 @@ def _add_image_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--builder",
         default="auto",
-        choices=BUILDERS,
+        choices=spec.BUILDERS,
         help="image build: Dockerfile if a registry answers, else debootstrap",
     )
     parser.add_argument("--mirror", help="Debian mirror for debootstrap")

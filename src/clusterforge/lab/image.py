@@ -17,9 +17,8 @@ from docker.errors import APIError, BuildError, DockerException, ImageNotFound
 
 from clusterforge.errors import EnvironmentProblem, UsageError
 from clusterforge.lab import debootstrap
-from clusterforge.lab.spec import NODE_COMMAND, image_tag
+from clusterforge.lab.spec import BUILDERS, NODE_COMMAND, image_tag
 
-BUILDERS = ("auto", "dockerfile", "debootstrap")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 NETNS_UNIT = "clusterforge-lab-netns-sysctl.service"
 SSH_HOST_KEYS_UNIT = "clusterforge-lab-ssh-host-keys.service"
