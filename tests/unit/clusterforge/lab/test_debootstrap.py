@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -13,9 +14,8 @@ from rich.progress import Progress
 
 from clusterforge.cli import lab as lab_cli
 from clusterforge.lab import debootstrap, image
-from tests.paths import PROJECT
 
-REAL = PROJECT / "tests" / "fixtures" / "debootstrap" / "trixie-minbase-debian-installer.txt"
+REAL = Path(__file__).parent / "fixtures" / "trixie-minbase-debian-installer.txt"
 
 
 def _steps(lines) -> list[debootstrap.Step]:
