@@ -51,3 +51,15 @@ def state_dir() -> Path:
         base = Path(xdg) / "clusterforge"
     base.mkdir(parents=True, exist_ok=True)
     return base.resolve()
+
+
+def home(path: str | Path | None) -> str:
+    """The path with the home directory written as ~ (None as a dash): how the run summary and the
+    validation report show every path."""
+    if path is None:
+        return "-"
+    text = str(path)
+    base = str(Path.home())
+    if base not in ("", "/") and (text == base or text.startswith(base + "/")):
+        return "~" + text[len(base) :]
+    return text

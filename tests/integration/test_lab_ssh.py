@@ -4,6 +4,7 @@ and keeps one multiplexed master connection per node (ControlPersist)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from clusterforge import errors
 from tests.integration.conftest import TEST_LAB
 from tests.paths import PROJECT
 
@@ -110,3 +112,66 @@ def test_a_host_key_that_does_not_match_is_refused(lab, tmp_path, control):
     assert done.returncode != 0
     assert done.stdout.count("UNREACHABLE!") == len(HOSTS), done.stdout
     assert "Host key verification failed" in done.stdout or "HOST IDENTIFICATION HAS CHANGED" in done.stdout
+
+
+def _forge(known: Path) -> None:
+    """Every address in `known` given a key that is not its own: the next node's."""
+    lines = known.read_text().splitlines()
+    known.write_text(
+        "".join(
+            f"{a.split()[0]} {' '.join(b.split()[1:])}\n" for a, b in zip(lines, lines[1:] + lines[:1], strict=True)
+        )
+    )
+
+
+def test_a_changed_host_key_is_refused_through_clusterforge_run_as_through_ansible_playbook(lab, tmp_path):
+    """ansible-runner turns host key checking off unless told: `clusterforge run` names it (on, as
+    ansible.cfg says), and a node whose key changed is unreachable through both."""
+    known = lab["inventory"].parent / "known_hosts"
+    real = known.read_text()
+    env = {**os.environ, **lab["env"], "ANSIBLE_NOCOLOR": "1"}
+    env.pop("ANSIBLE_HOST_KEY_CHECKING", None)
+    playbook = PROJECT / "tests" / "integration" / "playbooks" / "reach.yml"
+
+    def both(control: str) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+        # Fresh master-connection folders: a connection still open from an earlier test would
+        # skip the handshake, and with it the host key check.
+        fresh = {**env, "ANSIBLE_SSH_CONTROL_PATH_DIR": tempfile.mkdtemp(prefix=f"cf-{control}-")}
+        plain = subprocess.run(
+            [str(ANSIBLE.with_name("ansible-playbook")), "-i", str(lab["inventory"]), str(playbook)],
+            capture_output=True,
+            text=True,
+            cwd=PROJECT,
+            env={**fresh, "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg")},
+            check=False,
+            timeout=180,
+        )
+        fresh = {**env, "ANSIBLE_SSH_CONTROL_PATH_DIR": tempfile.mkdtemp(prefix=f"cf-{control}-")}
+        ours = subprocess.run(
+            [sys.executable, "-m", "clusterforge.cli", "run", str(playbook), "-i", str(lab["inventory"]), "--json"],
+            capture_output=True,
+            text=True,
+            cwd=PROJECT,
+            env=fresh,
+            check=False,
+            timeout=300,
+        )
+        return plain, ours
+
+    # With the nodes' own keys both reach every node: what fails below is the key.
+    plain, ours = both("real")
+    assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr
+    assert ours.returncode == 0, ours.stdout[-3000:] + ours.stderr
+    try:
+        _forge(known)
+        plain, ours = both("forged")
+    finally:
+        known.write_text(real)
+    assert plain.returncode == 4 and plain.stdout.count("UNREACHABLE!") == len(HOSTS), plain.stdout[-3000:]
+    assert "HOST IDENTIFICATION HAS CHANGED" in plain.stdout or "Host key verification failed" in plain.stdout
+    summary = json.loads(ours.stdout)
+    assert ours.returncode == errors.EXIT_HOSTS_UNREACHABLE, ours.stdout[-3000:] + ours.stderr
+    assert summary["totals"]["unreachable"] == len(HOSTS)
+    for host in HOSTS:
+        message = summary["hosts"][host]["unreachable_message"]
+        assert "HOST IDENTIFICATION HAS CHANGED" in message or "Host key verification failed" in message, message

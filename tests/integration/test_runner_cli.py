@@ -16,8 +16,9 @@ import pytest
 import yaml
 
 from clusterforge import errors
-from tests.integration.conftest import local_inventory
+from tests.integration.conftest import ansible_playbook, local_inventory
 from tests.integration.conftest import run_playbook as run
+from tests.paths import PROJECT
 
 PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "outcomes.yml"
 SECRET = "s3cr3t-value-4711"
@@ -183,3 +184,25 @@ def test_validation_results_live_in_the_run_directory_and_report_latest_finds_th
     )
     assert reported.returncode == 0, reported.stdout + reported.stderr
     assert (run_dir / "report" / "report.html").is_file()
+
+
+def test_runs_share_the_projects_fact_cache_with_ansible_playbook(tmp_path, env):
+    """ansible-runner would point the fact cache into each run's new artifacts directory, so every
+    `clusterforge run` gathered every node's facts again; it uses ansible.cfg's cache instead, the
+    one plain ansible-playbook reads (smart gathering: only hosts with no cached facts)."""
+    playbook = PLAYBOOK.with_name("facts.yml")
+    cache = tmp_path / "facts"
+    env = {**env, "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache), "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg")}
+    hosts = inventory(tmp_path, alpha="ok")
+
+    def oks() -> int:
+        done = run(env, str(playbook), "-i", str(hosts), "--json")
+        assert done.returncode == errors.EXIT_OK, done.stdout + done.stderr
+        return json.loads(done.stdout)["hosts"]["alpha"]["ok"]
+
+    assert oks() == 2  # facts gathered, then used
+    assert [path.name for path in cache.iterdir() if "alpha" in path.name]  # in the project's cache
+    assert not list(newest_run(env).glob("artifacts/*/fact_cache/*"))
+    assert oks() == 1  # a re-run reads them from the cache: no gathering
+    plain = ansible_playbook(hosts, playbook, env=env)
+    assert plain.returncode == 0 and "Gathering Facts" not in plain.stdout, plain.stdout

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from clusterforge.cli.tables import print_table
 from clusterforge.errors import EXIT_HOSTS_FAILED, EXIT_OK, UsageError
 from clusterforge.safe_read import MiB, read_stream_text, read_text
 from clusterforge.text import plain
@@ -160,7 +161,7 @@ def _judge(args: argparse.Namespace) -> int:
         for r in results:
             cells = (r.check, r.status, summarize(r.check, r.measured, 80), _short(r.expected), r.message)
             table.add_row(*(Text(plain(str(cell))) for cell in cells))
-        console.print(table)
+        print_table(console, table)
         console.print(f"status: {status}", markup=False, highlight=False)
     return EXIT_HOSTS_FAILED if status == "fail" else EXIT_OK
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from clusterforge import stages
+from clusterforge.cli.tables import print_table
 from clusterforge.errors import EXIT_OK, UsageError
 from clusterforge.paths import project_dir
 from clusterforge.runner import extravars, mitogen, present, sliced, slices
@@ -208,7 +209,7 @@ def _print_summary(result: runner.RunResult, summary_path: Path, junit_path: Pat
     for host in result.hosts:
         table.add_row(*(_count_cell(column, getattr(host, column)) for column in columns))
     if result.hosts:  # else the error says why no host ran
-        console.print(table)
+        print_table(console, table)
     options = result.options
     if options is not None and (options.check or options.diff):
         _print_changes(result, with_diff=options.diff)

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from clusterforge.cli.tables import print_table
 from clusterforge.errors import UsageError
 from clusterforge.topology import ClusterPlan, TopologyError, load
 
@@ -99,12 +100,15 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
         # Plain stdout: rich would wrap and colour what a script parses.
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
         return 0
-    console.print(
+    print_table(
+        console,
         _count_table(
             f"cluster {summary['cluster']}", ("role", "hosts"), summary["hosts"]["by_role"], summary["hosts"]["total"]
-        )
+        ),
     )
-    console.print(_count_table("GPUs", ("model", "count"), summary["gpus"]["by_model"], summary["gpus"]["total"]))
+    print_table(
+        console, _count_table("GPUs", ("model", "count"), summary["gpus"]["by_model"], summary["gpus"]["total"])
+    )
     fabrics = Table(title="fabrics")
     for column in ("fabric", "kind", "switches", "links", "cables"):
         fabrics.add_column(column)
@@ -119,12 +123,13 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
             links,
             _counts(fabric["cables"]),
         )
-    console.print(fabrics)
+    print_table(console, fabrics)
     cost = summary["bom"]
     console.print(
         f"switches: {summary['switches']}  power: {cost['power_kw']:,.1f} kW  cost: ${cost['price_usd']:,.0f} "
         "(bill of materials: clusterforge topology render)",
         highlight=False,
+        soft_wrap=True,  # one line, whatever the width: a pipe or a log wraps it if it must
     )
     return 0
 
@@ -151,18 +156,25 @@ def _render(plan: ClusterPlan, args: argparse.Namespace) -> int:
 
 
 def _draw(plan: ClusterPlan, args: argparse.Namespace) -> int:
-    from clusterforge.topology.draw import render_svg  # written separately; only this command needs it
+    from clusterforge.topology.draw import pick_fabric, render_svg  # only this command needs them
 
     if not plan.fabrics:
         raise UsageError(f"{plan.path}: the topology has no fabrics to draw")
     if args.fabric is not None and args.fabric not in plan.fabrics:
         raise UsageError(f"no fabric {args.fabric!r} in {plan.path}; expected one of {', '.join(plan.fabrics)}")
     path = Path(args.output)
-    svg = render_svg(plan, fabric=args.fabric) if args.fabric else render_svg(plan)
+    name = pick_fabric(plan, args.fabric)
+    svg = render_svg(plan, fabric=name)
     try:
         path.write_text(svg)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    # Which fabric, and its switches next to the total validate reports for all fabrics.
+    others = [other for other in plan.fabrics if other != name]
+    drawn = f"{name} fabric: {len(plan.fabrics[name].switches)} of the topology's {plan.switch_count()} switches"
+    if others:
+        drawn += f" (other fabrics: {', '.join(others)}; draw one with --fabric)"
+    console.print(drawn, highlight=False, soft_wrap=True, markup=False)
     console.print(f"drawing written to {path}", highlight=False, soft_wrap=True, markup=False)
     return 0
 

@@ -22,6 +22,8 @@ from clusterforge.topology.source import printable
 LABEL_LAB = "org.clusterforge.lab"
 LABEL_HOST = "org.clusterforge.lab.host"
 LABEL_GROUP = "org.clusterforge.lab.group"
+# The checkout whose `lab up` made the node: another checkout's `up` refuses to take it over.
+LABEL_CHECKOUT = "org.clusterforge.lab.checkout"
 BOOT_TIMEOUT_S = 90
 
 
@@ -86,12 +88,17 @@ def up(
     mirror: str | None = None,
     connection: str = spec.DEFAULT_CONNECTION,
     log=print,
+    on_step=None,
+    checkout: str | None = None,
 ) -> Path:
     """Start (or resize) the lab described by the topology `source` and return the path of
-    its inventory. Idempotent."""
+    its inventory. Idempotent. on_step: as ensure_image's (debootstrap's steps while it builds).
+    checkout: the checkout bringing it up; a lab another checkout brought up is refused."""
     spec.check_release(release)
+    if checkout is not None:
+        _refuse_other_checkout(client, lab_name, checkout)
     hosts = prepare(source, size, lab_name, connection)
-    tag = ensure_image(client, release, builder=builder, mirror=mirror, log=log)
+    tag = ensure_image(client, release, builder=builder, mirror=mirror, log=log, on_step=on_step)
     network = _ensure_network(client, lab_name)
     wanted = {host.container for host in hosts}
     for container in _containers(client, lab_name):
@@ -100,7 +107,7 @@ def up(
             log(f"removing {container.name}")
             container.remove(force=True)
     for host in hosts:
-        _ensure_container(client, host, tag, network, lab_name, log)
+        _ensure_container(client, host, tag, network, lab_name, log, checkout)
     for host in hosts:
         _wait_for_systemd(client.containers.get(host.container))
     if connection == "ssh":
@@ -109,6 +116,18 @@ def up(
         _forget_ssh_nodes(lab_name)
     _forget_cached_facts([host.name for host in hosts], log)
     return inventory_path(lab_name)
+
+
+def _refuse_other_checkout(client: docker.DockerClient, lab_name: str, checkout: str) -> None:
+    """Two checkouts sharing a lab rewrite each other's inventory and nodes mid-run: refuse,
+    naming the checkout that owns the lab's nodes."""
+    others = {c.labels.get(LABEL_CHECKOUT) for c in _containers(client, lab_name)} - {checkout, None}
+    if others:
+        raise UsageError(
+            f"lab {lab_name!r} is up from another checkout: {', '.join(sorted(others))}. "
+            f"Take it down (`clusterforge lab down --name {lab_name}`) or give this checkout "
+            "a lab of its own with --name"
+        )
 
 
 def _forget_cached_facts(host_names: list[str], log) -> None:
@@ -211,7 +230,7 @@ def _ensure_network(client: docker.DockerClient, lab_name: str):
         return client.networks.create(name, driver="bridge", labels={LABEL_LAB: lab_name})
 
 
-def _ensure_container(client, host: spec.LabHost, tag: str, network, lab_name: str, log) -> None:
+def _ensure_container(client, host: spec.LabHost, tag: str, network, lab_name: str, log, checkout=None) -> None:
     try:
         container = client.containers.get(host.container)
     except NotFound:
@@ -229,7 +248,12 @@ def _ensure_container(client, host: spec.LabHost, tag: str, network, lab_name: s
             hostname=host.name,
             detach=True,
             network=network.name,
-            labels={LABEL_LAB: lab_name, LABEL_HOST: host.name, LABEL_GROUP: host.group},
+            labels={
+                LABEL_LAB: lab_name,
+                LABEL_HOST: host.name,
+                LABEL_GROUP: host.group,
+                **({LABEL_CHECKOUT: checkout} if checkout else {}),
+            },
             **spec.docker_run_options(),
         )
     except APIError as exc:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -15,9 +16,9 @@ import docker
 from docker.errors import APIError, BuildError, DockerException, ImageNotFound
 
 from clusterforge.errors import EnvironmentProblem, UsageError
-from clusterforge.lab.spec import NODE_COMMAND, image_tag
+from clusterforge.lab import debootstrap
+from clusterforge.lab.spec import BUILDERS, NODE_COMMAND, image_tag
 
-BUILDERS = ("auto", "dockerfile", "debootstrap")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 NETNS_UNIT = "clusterforge-lab-netns-sysctl.service"
 SSH_HOST_KEYS_UNIT = "clusterforge-lab-ssh-host-keys.service"
@@ -50,8 +51,10 @@ def ensure_image(
     mirror: str | None = None,
     rebuild: bool = False,
     log=print,
+    on_step: Callable[[debootstrap.Step], None] | None = None,
 ) -> str:
-    """Return the tag of an up-to-date lab image for `release`, building it if needed."""
+    """Return the tag of an up-to-date lab image for `release`, building it if needed.
+    on_step: where debootstrap's steps go as it runs (default: its stages as lines to log)."""
     if builder not in BUILDERS:
         raise UsageError(f"unknown image builder {builder!r}: expected one of {', '.join(BUILDERS)}")
     tag = image_tag(release)
@@ -64,7 +67,7 @@ def ensure_image(
     if builder == "dockerfile":
         _build_from_dockerfile(client, release, tag, wanted)
     else:
-        _build_with_debootstrap(client, release, tag, wanted, mirror or _default_mirror())
+        _build_with_debootstrap(client, release, tag, wanted, mirror or _default_mirror(), log, on_step)
     return tag
 
 
@@ -107,7 +110,7 @@ def _build_from_dockerfile(client, release: str, tag: str, digest: str) -> None:
         raise EnvironmentProblem(f"building {tag} from the Dockerfile failed: {exc}") from None
 
 
-def _build_with_debootstrap(client, release: str, tag: str, digest: str, mirror: str) -> None:
+def _build_with_debootstrap(client, release: str, tag: str, digest: str, mirror: str, log, on_step) -> None:
     if shutil.which("debootstrap") is None:
         raise EnvironmentProblem(
             "no registry answered and debootstrap is not installed: "
@@ -123,20 +126,22 @@ def _build_with_debootstrap(client, release: str, tag: str, digest: str, mirror:
         rootfs = Path(workdir) / "rootfs"
         command = [
             "debootstrap",
+            # Its machine-readable steps on fd 3 (see clusterforge.lab.debootstrap), with totals.
+            "--debian-installer",
             "--variant=minbase",
             f"--include={','.join(packages())}",
             release,
             str(rootfs),
             mirror,
         ]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
-            raise EnvironmentProblem(f"debootstrap of {release} from {mirror} failed (rc={done.returncode}):\n{tail}")
+        returncode, tail = run_debootstrap(command, on_step or debootstrap.StageLog(log))
+        if returncode != 0:
+            raise EnvironmentProblem(f"debootstrap of {release} from {mirror} failed (rc={returncode}):\n{tail}")
         _install_units(rootfs)
         _drop_ssh_host_keys(rootfs)
         _drop_apt_lists(rootfs)
         tarball = Path(workdir) / "rootfs.tar"
+        log(f"packing {rootfs.name} and importing it as {tag}")
         subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tarball), "."], check=True)
         changes = [
             f'CMD ["{NODE_COMMAND}"]',
@@ -145,6 +150,24 @@ def _build_with_debootstrap(client, release: str, tag: str, digest: str, mirror:
         ]
         repository, _, image_version = tag.partition(":")
         client.api.import_image(src=str(tarball), repository=repository, tag=image_version, changes=changes)
+
+
+def run_debootstrap(command: list[str], on_step: Callable[[debootstrap.Step], None]) -> tuple[int, str]:
+    """Run debootstrap, handing each step to on_step as it comes; return its exit status and the
+    last lines it wrote (for an error). Its fd 3 (the steps) and its log share one pipe."""
+    wrapped = ["sh", "-c", 'exec "$@" 3>&1', "debootstrap", *command]
+    reader = debootstrap.Reader()
+    errors = []
+    with subprocess.Popen(
+        wrapped, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as process:
+        for line in process.stdout:
+            step = reader.feed(line)
+            if step is not None:
+                on_step(step)
+                if step.kind == "E":
+                    errors.append(f"E: {step.text}")
+    return process.returncode, "\n".join([*reader.tail, *errors])
 
 
 def _install_units(rootfs: Path) -> None:

@@ -8,6 +8,9 @@ from pathlib import Path
 from clusterforge.errors import UsageError
 from clusterforge.topology.source import load_yaml
 
+# How the lab image is built (clusterforge.lab.image): here, so that the CLI's parser names them
+# without importing the Docker SDK, which every command would then pay for.
+BUILDERS = ("auto", "dockerfile", "debootstrap")
 DEBIAN_RELEASES = ("trixie", "bookworm")
 DEFAULT_RELEASE = "trixie"
 IMAGE_REPOSITORY = "clusterforge/lab-node"

@@ -4,25 +4,14 @@ host said twice and with per-GPU repeats merged, task results in one line."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import hostlist
 
+from clusterforge.paths import home as home  # re-exported: the run summary's paths
 from clusterforge.runner.record import TaskRecord
 
 # "<prefix><PCI bus id>: <note>", one part of a "; "-joined message (gpu_judge's per-GPU notes).
 _BUS_PART = re.compile(r"^(?P<prefix>.*?)(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (?P<note>.*)$")
-
-
-def home(path: str | Path | None) -> str:
-    """The path with the home directory written as ~ (None as a dash)."""
-    if path is None:
-        return "-"
-    text = str(path)
-    base = str(Path.home())
-    if base not in ("", "/") and (text == base or text.startswith(base + "/")):
-        return "~" + text[len(base) :]
-    return text
 
 
 def clock(seconds: float) -> str:

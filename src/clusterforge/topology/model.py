@@ -25,6 +25,8 @@ NUMBER_SPEC = re.compile(r"(0[1-9])?d?")
 # Spreadsheets run a cell that starts with one of these as a formula (OWASP "CSV injection").
 FORMULA_START = ("=", "+", "-", "@")
 ROLES = ("head", "management", "login", "storage", "compute")
+# The role whose hosts are the cluster's nodes: what validate, `topology show` and the drawing count.
+COMPUTE_ROLE = "compute"
 RoleName = Literal["head", "management", "login", "storage", "compute"]
 FABRIC_KINDS = ("compute", "storage", "inband", "oob")
 

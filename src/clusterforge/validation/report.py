@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.errors import UsageError
+from clusterforge.paths import home
 from clusterforge.safe_write import write_tree
 from clusterforge.text import xml_safe
 from clusterforge.validation import cabling_map
@@ -47,6 +48,11 @@ STATUSES = verdicts.STATUSES
 # A node's status besides the check verdicts: it could not be reached, so nothing says it is good.
 UNREACHABLE = "unreachable"
 NODE_STATUSES = (verdicts.FAIL, UNREACHABLE, *(s for s in STATUSES if s != verdicts.FAIL))
+# What the report says where nothing was measured: sentences, in one style.
+NO_BANDWIDTH = "No NCCL bandwidth measured."
+NO_PAIRS = "No NCCL pairs ran."
+# Up to this many nodes, every node's checks are open on the first screen.
+OPEN_ALL_UP_TO = 4
 COLOURS = {"pass": "#2e7d32", "warn": "#e65100", "fail": "#c62828", "skipped": "#757575", UNREACHABLE: "#4a148c"}
 
 
@@ -377,7 +383,7 @@ def bandwidth_svg(points: list[Bandwidth], width: int = 860) -> str:
     if not points:
         return (
             '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="30" role="img">'
-            '<text x="4" y="20">no NCCL bandwidth measured</text></svg>'
+            f'<text x="4" y="20">{NO_BANDWIDTH}</text></svg>'
         )
     label_w, right, row, top = 300, 90, 24, 28
     scale_max = max(max(p.measured, p.reference or 0.0, p.floor or 0.0) for p in points) * 1.05 or 1.0
@@ -532,7 +538,7 @@ def _bisection(run: Run, doc: dict[str, Any]) -> str:
     failed_pairs = doc["failed_pairs"]
     rounds = doc["bisection"].get("rounds") or []
     if not pairs_ran(run):
-        return '<p id="pairs">No NCCL pairs ran.</p>'
+        return f'<p id="pairs">{NO_PAIRS}</p>'
     if not (failed_pairs or rounds):
         ran = len((run.run.get("pairs") or {}).get("pairs") or [])
         return f'<p id="pairs">{f"{ran} NCCL pairs ran" if ran else "NCCL runs across nodes ran"}; none failed.</p>'
@@ -563,14 +569,25 @@ def _meta(run: Run, generated: str) -> str:
     head = header(run)
     items = [
         ("cluster", head["cluster"]),
-        ("topology", head["topology"]),
+        ("topology", home(head["topology"]) if head["topology"] else None),
         ("run", head["run_id"]),
         ("started", head["started"]),
         ("generated", generated),
-        ("results", head["results"]),
+        ("results", home(head["results"])),
         ("versions", ", ".join(f"{name} {version}" for name, version in head["versions"].items())),
     ]
     return '<dl class="meta">' + "".join(f"<dt>{name}</dt><dd>{cell(value)}</dd>" for name, value in items) + "</dl>"
+
+
+def _skipped(node: Node) -> str:
+    """The node's skipped checks, apart from its failing ones: each reason once, with its checks."""
+    reasons: dict[str, list[str]] = {}
+    for check in node.checks:
+        if check.status == "skipped":
+            reasons.setdefault(check.message or "skipped", []).append(check.check)
+    if not reasons:
+        return '<span class="none">none</span>'
+    return "<br>".join(f"{cell(reason, 200)}: {cell(', '.join(names), 300)}" for reason, names in reasons.items())
 
 
 def html_page(run: Run) -> str:
@@ -588,9 +605,7 @@ def html_page(run: Run) -> str:
         if len(bad) > 6:
             notes += f"<br>and {len(bad) - 6} more (see Checks per node)"
         if not bad:
-            skipped = [c for c in node.checks if c.status == "skipped"]
-            reasons = "; ".join(sorted({c.message for c in skipped}))
-            notes = cell(reasons, 300) if node.status == "skipped" else ""
+            notes = '<span class="none">none</span>'
         if node.unreachable is not None:
             notes = f"{_badge(UNREACHABLE)} {cell(node.unreachable, 300)}" + (f"<br>{notes}" if notes else "")
         counts = node.counts
@@ -598,9 +613,12 @@ def html_page(run: Run) -> str:
             f'<tr class="node {esc(node.status)}" id="node-{esc(node.host)}"><td>{cell(node.host, 120)}</td>'
             f"<td>{cell(node.node_type, 80)}</td><td>{_badge(node.status)}{_origin(node.origin)}</td>"
             + "".join(f"<td>{counts[s]}</td>" for s in ("pass", "warn", "fail", "skipped"))
-            + f'<td class="msg">{notes}</td></tr>'
+            + f'<td class="msg">{notes}</td><td class="msg">{_skipped(node)}</td></tr>'
         )
     details = []
+    # The first screen shows what was checked: every node's checks when there are few nodes, else
+    # those of the nodes that failed (or could not be reached).
+    few = len(run.nodes) <= OPEN_ALL_UP_TO
     for node in run.nodes:
         lines = "".join(
             f'<tr class="check {esc(c.status)}"><td>{cell(c.module, 80)}</td><td>{cell(c.check, 120)}</td>'
@@ -613,22 +631,26 @@ def html_page(run: Run) -> str:
             f'<td class="raw">{cell(c.measured, 400)}</td></tr>'
             for c in node.checks
         )
+        opened = " open" if few or node.status in (verdicts.FAIL, UNREACHABLE) else ""
         details.append(
-            f"<details><summary>{cell(node.host, 120)} {_badge(node.status)}{_origin(node.origin)}</summary>"
-            "<table><tr><th>module</th>"
-            f"<th>check</th><th>status</th><th>measured</th><th>expected</th><th>message</th><th>raw value</th></tr>"
+            f"<details{opened}><summary>{cell(node.host, 120)} {_badge(node.status)}{_origin(node.origin)}"
+            "</summary><table><tr>"
+            "<th>module</th><th>check</th><th>status</th><th>measured</th><th>expected</th><th>message</th>"
+            "<th>raw value</th></tr>"
             f"{lines}</table></details>"
         )
     by_status = ", ".join(f"{n} {s}" for s, n in summary["nodes_by_status"].items() if n)
-    title = " ".join(str(part) for part in ("clusterforge validation", header(run)["cluster"], run.run_id) if part)
+    title = " ".join(str(part) for part in ("clusterforge validation", header(run)["cluster"]) if part)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{cell(title, 200)}</title><style>{_CSS}</style></head><body>"
+        # The tab names the run; on the page the run id is shown once, in the header below.
+        f"<title>{cell(f'{title} {run.run_id}', 200)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{cell(title, 200)} {_badge(run.status)}{_origin(run.origin)}</h1>"
         f"{_meta(run, doc['generated'])}"
         f"<p>{summary['nodes']} nodes: {cell(by_status)}.</p>"
         '<h2>Nodes</h2><table id="nodes"><tr><th>host</th><th>node type</th><th>status</th><th>pass</th>'
-        f"<th>warn</th><th>fail</th><th>skipped</th><th>failing or warning checks</th></tr>{''.join(rows)}</table>"
+        f"<th>warn</th><th>fail</th><th>skipped</th><th>failing or warning checks</th><th>skipped checks</th></tr>"
+        f"{''.join(rows)}</table>"
         f'<h2>NCCL bus bandwidth</h2><div id="bandwidth">{bandwidth_svg(run.bandwidth)}</div>'
         f"<h2>NCCL pairs and bisection</h2>{_bisection(run, doc)}"
         f"<h2>Checks per node</h2>{''.join(details)}</body></html>\n"

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from clusterforge.topology.fabric import FabricPlan
+from clusterforge.topology.model import COMPUTE_ROLE
 
 if TYPE_CHECKING:  # the package imports this module's siblings; avoid a cycle at run time
     from clusterforge.topology import ClusterPlan
@@ -42,7 +43,7 @@ TOPOLOGY_NAMES = {
 
 def render_svg(plan: ClusterPlan, fabric: str | None = None) -> str:
     """The SVG text of a fabric of a ClusterPlan; by default the GPU fabric (ClusterPlan.gpu_fabric), else its first."""
-    name = _pick_fabric(plan, fabric)
+    name = pick_fabric(plan, fabric)
     fabric_plan = plan.fabrics[name]
     gpus = _gpus_per_host(plan)
     # A fabric of one switch (or none) is drawn on a narrow page: a wide one would be mostly empty.
@@ -64,7 +65,8 @@ def _nodes(plan: ClusterPlan) -> Nodes:
     return Nodes({h.name: h for h in plan.hosts}, reserved, units.nodes_per_unit if units else 0)
 
 
-def _pick_fabric(plan: ClusterPlan, fabric: str | None) -> str:
+def pick_fabric(plan: ClusterPlan, fabric: str | None) -> str:
+    """The fabric to draw: the one named, else the fabric that carries GPU traffic, else the first."""
     if fabric is not None:
         if fabric not in plan.fabrics:
             raise KeyError(f"no fabric {fabric!r}; the topology has {', '.join(plan.fabrics) or 'none'}")
@@ -107,18 +109,22 @@ def _header(canvas: Canvas, plan: ClusterPlan, fabric: FabricPlan, gpus: dict[st
     line, size = fit([DOT.join(parts), shorter, DOT.join(parts[:2]), kind], width, 12)
     canvas.text(MARGIN, MARGIN + 40, line, size, anchor="start", colour="#444")
     units = plan.topology.scalable_units
-    return _legend(canvas, fabric, gpus, MARGIN + 64, reserved=bool(units and units.reserved_slots))
+    return _legend(canvas, plan, fabric, gpus, MARGIN + 64, reserved=bool(units and units.reserved_slots))
 
 
-def _legend(canvas: Canvas, fabric: FabricPlan, gpus: dict[str, int], y: float, reserved: bool = False) -> float:
-    """One row of counts with colour swatches for the switch tiers, wrapped if it runs out of width."""
+def _legend(
+    canvas: Canvas, plan: ClusterPlan, fabric: FabricPlan, gpus: dict[str, int], y: float, reserved: bool = False
+) -> float:
+    """One row of counts with colour swatches for the switch tiers, wrapped if it runs out of width.
+    Nodes are counted by role, as validate and `topology show` count them; the switches are this
+    fabric's, next to the topology's total that validate reports."""
     tiers = Counter(s.tier for s in fabric.switches)
-    nodes = len(fabric.attachments)
-    entries: list[tuple[str | None, str]] = [
-        (None, plural(nodes, "node")),
-        (None, f"{sum(gpus.get(h, 0) for h in fabric.attachments)} GPUs"),
-        (None, plural(len(fabric.switches), "switch", "switches") + ":"),
-    ]
+    entries: list[tuple[str | None, str]] = [(None, text) for text in attached_counts(plan, fabric)]
+    entries.append((None, f"{sum(gpus.get(h, 0) for h in fabric.attachments)} GPUs"))
+    switches = plural(len(fabric.switches), "switch", "switches")
+    if plan.switch_count() != len(fabric.switches):  # validate counts every fabric's switches
+        switches += f" of {plan.switch_count()} in all {len(plan.fabrics)} fabrics"
+    entries.append((None, switches + ":"))
     entries += [(COLOURS[tier], f"{tiers[tier]} {tier}") for tier in fabric.tiers()]
     entries.append((None, plural(len(fabric.links), "link")))
     y = _legend_row(canvas, entries, y)
@@ -131,6 +137,14 @@ def _legend(canvas: Canvas, fabric: FabricPlan, gpus: dict[str, int], y: float, 
             row.append((NODE_COLOURS["reserved"], "reserved slot (management)"))
         y = _legend_row(canvas, row, y + 20)
     return y + 24
+
+
+def attached_counts(plan: ClusterPlan, fabric: FabricPlan) -> list[str]:
+    """The hosts cabled to the fabric by role: "127 compute nodes", then "1 management host"..."""
+    roles = {host.name: host.role for host in plan.hosts}
+    counts = Counter(roles.get(name, COMPUTE_ROLE) for name in fabric.attachments)
+    found = [plural(counts.pop(COMPUTE_ROLE, 0), "compute node")]
+    return found + [plural(count, f"{role} host") for role, count in sorted(counts.items())]
 
 
 def _legend_row(canvas: Canvas, entries: list[tuple[tuple[str, str] | None, str]], y: float) -> float:

@@ -141,9 +141,22 @@ class Canvas:
         self._grow(box.y + box.h)
         return element
 
-    def line(self, x1: float, y1: float, x2: float, y2: float, width: float, opacity: float = 0.7) -> None:
-        attrs = {"x1": _n(x1), "y1": _n(y1), "x2": _n(x2), "y2": _n(y2), "stroke": LINK_COLOUR}
-        self.links.append(ET.Element("line", attrs | {"stroke-width": _n(width), "stroke-opacity": _n(opacity)}))
+    def line(
+        self,
+        x1: float,
+        y1: float,
+        x2: float,
+        y2: float,
+        width: float,
+        opacity: float = 0.7,
+        colour: str = LINK_COLOUR,
+        title: str | None = None,
+    ) -> None:
+        attrs = {"x1": _n(x1), "y1": _n(y1), "x2": _n(x2), "y2": _n(y2), "stroke": colour}
+        line = ET.Element("line", attrs | {"stroke-width": _n(width), "stroke-opacity": _n(opacity)})
+        if title is not None:
+            ET.SubElement(line, "title").text = title
+        self.links.append(line)
 
     def fan(self, bottom: tuple[float, float, float], top: tuple[float, float, float], opacity: float) -> None:
         """A bundle from a span (x0, x1, y) below to a span above, drawn as a translucent band."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from clusterforge.topology.draw.canvas import (
     COLOURS,
@@ -38,6 +39,7 @@ from clusterforge.topology.draw.canvas import (
 )
 from clusterforge.topology.fabric import FabricPlan, Switch
 from clusterforge.topology.hosts import Host
+from clusterforge.topology.model import COMPUTE_ROLE
 
 # --- fat trees --------------------------------------------------------------------------------
 
@@ -64,6 +66,11 @@ class Nodes:
     hosts: dict[str, Host] = field(default_factory=dict)
     reserved: dict = field(default_factory=dict)
     per_unit: int = 0
+
+    def is_compute(self, name: str) -> bool:
+        """A compute node (the compute role); a host not known here counts as one."""
+        host = self.hosts.get(name)
+        return host is None or host.role == COMPUTE_ROLE
 
     def in_reserved_slot(self, name: str) -> bool:
         host = self.hosts.get(name)
@@ -149,7 +156,10 @@ def _tree_model(fabric: FabricPlan, gpus: dict[str, int], nodes: Nodes | None = 
         part.uplinks += uplinks[leaf.name]
     part_of = {leaf.name: part for part in parts.values() for leaf in part.leaves}
     for host, leaves in fabric.attachments.items():
-        part_of[leaves[0]].nodes += 1
+        # Nodes are counted as validate and `topology show` count them: by role, so a management
+        # host in a reserved slot (a UFM appliance) is marked in the node row, not counted a node.
+        if nodes is None or nodes.is_compute(host):
+            part_of[leaves[0]].nodes += 1
         part_of[leaves[0]].gpus += gpus.get(host, 0)
         part_of[leaves[0]].hosts.append(host)
     if nodes is not None:
@@ -488,19 +498,72 @@ def _leaf_spine_links(
         if not labelled and len(counts) == 1:
             total += [links.bundle("leaf-spine", counts.pop()), "each line"]
         return total
-    fans = []
-    for column in columns:
+    fans, railed = [], set()
+    for number, column in enumerate(columns):
         if column.pod.spines:
             spines = (*column.spine_span, spine_bottom)
-            fans += _unit_fans(column, spines, links.speeds["leaf-spine"])
-    labels = {label for _, _, label, _ in fans}
-    if len(fans) > 1 and len(labels) == 1:  # every bundle the same: say it once, in the gutter
-        for bottom, top, _, _ in fans:
-            _fan_with_label(canvas, bottom, top, None)
-        return [*total, labels.pop(), f"per {fans[0][3]}"]
-    for bottom, top, label, _ in fans:
-        _fan_with_label(canvas, bottom, top, label)
-    return total
+            fans += [(*fan, number) for fan in _unit_fans(column, spines, links.speeds["leaf-spine"])]
+            if _rail_lanes(canvas, column, centres, spine_bottom, pairs):
+                railed.add(number)
+    labels = {label for _, _, label, _, _ in fans}
+    same = len(fans) > 1 and len(labels) == 1  # every bundle the same: say it once, in the gutter
+    for bottom, top, label, _, number in fans:
+        # A column drawn in rail lanes has its bundle's label only (the lanes are the bundle).
+        _fan_with_label(canvas, bottom, top, None if same else label, band=number not in railed)
+    return [*total, labels.pop(), f"per {fans[0][3]}"] if same else total
+
+
+def _rail_lanes(
+    canvas: Canvas,
+    column: Column,
+    centres: tuple[dict[str, tuple[float, float]], dict[str, float]],
+    spine_bottom: float,
+    pairs: Counter,
+) -> bool:
+    """A rail-optimised tree drawn switch by switch: each rail's leaf-spine links as a lane in the
+    rail's colour, so that a rail is followed from its leaves to the spines. Each leaf drops to its
+    rail's lane; the lane rises into every spine its leaves reach, at the rail's place in the
+    spine's box. (A grey band per unit would merge every rail into one.) Returns whether it drew."""
+    leaf_centres, spine_centres = centres
+    parts, boxes = column.pod.parts, column.boxes
+    leaves = [leaf for part in parts for leaf in part.leaves]
+    if not (leaves and column.singly) or len(boxes) > column.per_row:  # a second row: drops would cross the first
+        return False
+    if any(leaf.rail is None or leaf.name not in leaf_centres for leaf in leaves):
+        return False
+    rails = sorted({leaf.rail for leaf in leaves})
+    xs = sorted(spine_centres[s.name] for s in column.pod.spines if s.name in spine_centres)
+    pitch = min((b - a for a, b in pairwise(xs)), default=60.0)
+    step_x = min(6.0, (pitch - 16) / len(rails))
+    step_y = min(7.0, (min(box.y for box in boxes) - spine_bottom - 24) / len(rails))
+    if step_x < 1.5 or step_y < 3:  # too many rails for the room: the grey bands say it
+        return False
+    reached: defaultdict[int, set[str]] = defaultdict(set)
+    links: Counter[int] = Counter()
+    rail_of = {leaf.name: leaf.rail for leaf in leaves}
+    for (leaf, spine), count in pairs.items():
+        if leaf in rail_of and spine in spine_centres:
+            reached[rail_of[leaf]].add(spine)
+            links[rail_of[leaf]] += count
+    for index, rail in enumerate(rails):
+        colour = rail_colours(rail)[1]
+        lane_y = spine_bottom + 12 + index * step_y
+        own = [leaf for leaf in leaves if leaf.rail == rail]
+        title = (
+            f"rail {rail}: {plural(links[rail], 'link')} from {plural(len(own), 'leaf', 'leaves')} "
+            f"to {plural(len(reached[rail]), 'spine')}"
+        )
+        taps = [spine_centres[s] + (index - (len(rails) - 1) / 2) * step_x for s in sorted(reached[rail])]
+        drops = [leaf_centres[leaf.name] for leaf in own]
+        ends = [*taps, *(x for x, _ in drops)]
+        if not taps:
+            continue
+        canvas.line(min(ends), lane_y, max(ends), lane_y, 1.6, 0.9, colour, title)
+        for x in taps:
+            canvas.line(x, lane_y, x, spine_bottom, 1.2, 0.9, colour)
+        for x, top in drops:
+            canvas.line(x, top, x, lane_y, 1.6, 0.9, colour)
+    return True
 
 
 def _tier_total(pairs: Counter) -> list[str]:
@@ -632,12 +695,18 @@ def _rail_stripe(canvas: Canvas, part: Part, area: Box) -> None:
 
 
 def _fan_with_label(
-    canvas: Canvas, bottom: tuple[float, float, float], top: tuple[float, float, float], label: str | None
+    canvas: Canvas,
+    bottom: tuple[float, float, float],
+    top: tuple[float, float, float],
+    label: str | None,
+    band: bool = True,
 ) -> None:
-    """A bundle between two spans, labelled just above its lower end (unless label is None)."""
+    """A bundle between two spans, labelled just above its lower end (unless label is None);
+    band=False: the label only, where the bundle is drawn otherwise (rail lanes)."""
     bx0, bx1, by = bottom
     inset = (bx1 - bx0) * 0.2
-    canvas.fan((bx0 + inset, bx1 - inset, by), top, 0.14)
+    if band:
+        canvas.fan((bx0 + inset, bx1 - inset, by), top, 0.14)
     if label is None:
         return
     text, size = fit([label, label.split(TIMES)[0]], bx1 - bx0 - 4, UNIT_TEXT)
@@ -735,7 +804,8 @@ def _captions(canvas: Canvas, fabric: FabricPlan, drawing: Drawing, y: float) ->
         word = tier.replace("-", DASH)
         line = f"{word}: {links.bundle(tier, sum(pairs.values()))}"
         if tier == "node-leaf":
-            detail = f"{line} from {plural(len(fabric.attachments), 'node')}"
+            compute = plural(sum(1 for host in fabric.attachments if nodes.is_compute(host)), "compute node")
+            detail = f"{line} from {compute}"
             managed: Counter[str] = Counter()
             for (host, _), n in pairs.items():
                 if nodes.in_reserved_slot(host):
@@ -743,7 +813,9 @@ def _captions(canvas: Canvas, fabric: FabricPlan, drawing: Drawing, y: float) ->
             if managed:
                 hosts = ", ".join(sorted(managed))
                 links_word = plural(managed.total(), "management link")
-                detail += f"{DOT}{links_word} from {hosts} in {plural(len(managed), 'reserved slot')}"
+                from_nodes = sum(pairs.values()) - managed.total()
+                where = f"from {hosts} in {plural(len(managed), 'reserved slot')}"
+                detail = f"{line}: {from_nodes} from {compute}{DOT}{links_word} {where}"
         else:
             detail = f"{line}{DOT}{per_pair(pairs, f'{word} pair')}, {len(pairs)} pairs"
         text, size = fit([detail, line], canvas.width - 2 * MARGIN, 11)

@@ -174,23 +174,32 @@ def test_the_layout_checks_catch_overlap_and_overflow():
 def test_superpod_four_units_shows_every_leaf_and_spine():
     svg = render_svg(load(SUPERPOD))
     texts = _texts(svg)
-    # 128 hosts on the fabric: 127 DGX and the UFM appliance.
-    for expected in ("32 leaf", "16 spine", "128 nodes", "1016 GPUs", "48 switches:", "1024 links", "2 per pair"):
+    # 128 hosts on the fabric: 127 DGX, counted as validate counts compute nodes, and the UFM appliance.
+    for expected in ("32 leaf", "16 spine", "127 compute nodes", "1 management host", "1016 GPUs", "1024 links"):
         assert expected in texts
+    # The fabric drawn is named, and its switches told apart from validate's total of all fabrics.
+    assert texts[0] == "superpod \u00b7 compute fabric"
+    assert "48 switches of 61 in all 3 fabrics:" in texts and "2 per pair" in texts
+    assert load(SUPERPOD).switch_count() == 61
+    assert (
+        "node\u2013leaf: 1020\u00d7400G: 1016 from 127 compute nodes \u00b7 "
+        "4 management links from ufm01 in 1 reserved slot" in texts
+    )
     assert [t for t in texts if re.fullmatch(r"spine\d+", t)] == [f"spine{n:02d}" for n in range(1, 17)]
     assert [t for t in texts if t.startswith("SU")] == ["SU1", "SU2", "SU3", "SU4"]
     # eight rail leaves per unit, and each rail once in the legend
     assert texts.count("r1") == 4 + 1 and texts.count("r8") == 4 + 1
     # one bundle per unit (8 leaves x 32 uplinks), all alike: said once, beside the tier
     assert texts.count("256\u00d7400G") == 1 and "per unit" in texts
-    assert "32 nodes \u00b7 248 GPUs" in texts  # unit 4: 31 DGX and the UFM in its reserved slot
+    assert "31 nodes \u00b7 248 GPUs" in texts  # unit 4: 31 DGX, and the UFM marked in its reserved slot
+    assert texts.count("32 nodes \u00b7 256 GPUs") == 3
     assert not any("core" in t for t in texts)
 
 
 def test_superpod_sixteen_units_collapses_into_pods(tmp_path):
     plan = load(_superpod_units(tmp_path, 16))
     texts = _texts(render_svg(plan))
-    for expected in ("128 leaf", "128 spine", "64 core", "512 nodes", "4088 GPUs", "4096 links"):  # 511 DGX, UFM
+    for expected in ("128 leaf", "128 spine", "64 core", "511 compute nodes", "4088 GPUs", "4096 links"):  # and the UFM
         assert expected in texts
     # Each spine's 32 uplinks go to 32 cores in turn: spines 1, 3, ... of every pod reach cores
     # 1-32, spines 2, 4, ... cores 33-64, so two groups of 32 cores serve the same spines.
@@ -205,7 +214,7 @@ def test_superpod_sixteen_units_collapses_into_pods(tmp_path):
 
 def test_single_leaf_has_no_spine_tier(tmp_path):
     texts = _texts(render_svg(load(_single_leaf(tmp_path))))
-    assert "1 leaf" in texts and "6 nodes" in texts and "24 GPUs" in texts
+    assert "1 leaf" in texts and "6 compute nodes" in texts and "24 GPUs" in texts
     assert "1 switch:" in texts
     assert "6 nodes \u00b7 24 GPUs" in texts
     assert not any("spine" in t for t in texts)
@@ -215,7 +224,7 @@ def test_dragonfly_groups_and_global_links(tmp_path):
     texts = _texts(render_svg(load(_dragonfly(tmp_path))))
     assert [t for t in texts if t.startswith("group ")] == [f"group {g}" for g in range(1, 10)]
     assert texts.count("8 routers") == 9 and texts.count("32 nodes") == 9
-    assert "72 router" in texts and "288 nodes" in texts and "1152 GPUs" in texts
+    assert "72 router" in texts and "288 compute nodes" in texts and "1152 GPUs" in texts
     caption = next(t for t in texts if t.startswith("global:"))
     assert "144\u00d7200G" in caption and "36 group pairs" in caption and "4 per pair" in caption
 
@@ -436,3 +445,41 @@ def test_any_fabric_the_generators_build_is_drawn(tmp_path, data):
     fabric = plan.fabrics[plan.gpu_fabric or next(iter(plan.fabrics))]
     if fabric.spec.topology != "dragonfly" and len(fabric.switches) <= 64:
         assert all(s.name in titles for s in fabric.switches)
+
+
+def test_each_rail_can_be_followed_from_its_leaves_to_every_spine():
+    """The SuperPOD's leaf-spine links as a lane per rail in the rail's colour: every leaf of the
+    rail drops from its box to the lane, and the lane rises into every spine's box (each leaf
+    reaches all 16 spines), so no rail is lost in one grey band."""
+    from clusterforge.topology.draw.canvas import RAIL_COLOURS
+
+    root = _parse(render_svg(load(SUPERPOD)))
+    spines = {_title(r).split(":")[0]: r for r in _rects(root, "spine")}
+    leaves = {_title(r).split(":")[0]: r for r in _rects(root, "leaf")}
+    assert len(spines) == 16 and len(leaves) == 32
+    lines = list(next(g for g in root.iter(f"{SVG}g") if g.get("class") == "links").iter(f"{SVG}line"))
+    lanes = [line for line in lines if _title(line).startswith("rail ")]
+    assert [_title(lane) for lane in lanes] == [f"rail {r}: 128 links from 4 leaves to 16 spines" for r in range(1, 9)]
+    assert not list(root.iter(f"{SVG}polygon"))  # no grey bundle over them
+    for rail, lane in enumerate(lanes, start=1):
+        colour, lane_y = RAIL_COLOURS[rail - 1], float(lane.get("y1"))
+        assert lane.get("stroke") == colour and lane.get("y2") == lane.get("y1")
+        verticals = [
+            line
+            for line in lines
+            if line.get("stroke") == colour and line is not lane and line.get("x1") == line.get("x2")
+        ]
+        ends = {(float(v.get("x1")), float(v.get("y1")), float(v.get("y2"))) for v in verticals}
+        for name, box in spines.items():  # a tap from the lane up to the bottom of each spine's box
+            x0, bottom = float(box.get("x")), float(box.get("y")) + float(box.get("height"))
+            assert any(x0 < x < x0 + float(box.get("width")) and y1 == lane_y and y2 == bottom for x, y1, y2 in ends), (
+                rail,
+                name,
+            )
+        own = [box for name, box in leaves.items() if f"-r{rail}-" in name]
+        assert len(own) == 4
+        for box in own:  # a drop from the top of each of the rail's leaves to the lane
+            centre = float(box.get("x")) + float(box.get("width")) / 2
+            assert any(abs(x - centre) < 0.1 and y1 == float(box.get("y")) and y2 == lane_y for x, y1, y2 in ends)
+        x0, x1 = sorted((float(lane.get("x1")), float(lane.get("x2"))))
+        assert all(x0 - 0.1 <= x <= x1 + 0.1 for x, _, _ in ends)  # the lane joins them all

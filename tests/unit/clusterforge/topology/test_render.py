@@ -526,14 +526,29 @@ def test_cli_render_label_error_is_a_usage_error(tmp_path):
 
 
 def test_cli_draw_imports_the_drawing_lazily(tmp_path, monkeypatch):
+    from clusterforge.topology.draw import pick_fabric
+
     calls = []
     fake = types.ModuleType("clusterforge.topology.draw")
     fake.render_svg = lambda plan, **kwargs: calls.append((plan.topology.cluster.name, kwargs)) or "<svg/>"
+    fake.pick_fabric = pick_fabric
     monkeypatch.setitem(sys.modules, "clusterforge.topology.draw", fake)
     out = tmp_path / "fabric.svg"
     assert topology_cli.run(parse("topology", "draw", str(SUPERPOD), "-o", str(out))) == 0
-    assert out.read_text() == "<svg/>" and calls == [("superpod", {})]
+    assert out.read_text() == "<svg/>" and calls == [("superpod", {"fabric": "compute"})]
     topology_cli.run(parse("topology", "draw", str(SUPERPOD), "-o", str(out), "--fabric", "inband"))
     assert calls[-1] == ("superpod", {"fabric": "inband"})
     with pytest.raises(UsageError, match="no fabric 'storage'"):
         topology_cli.run(parse("topology", "draw", str(SUPERPOD), "--fabric", "storage"))
+
+
+def test_cli_draw_says_which_fabric_it_drew_and_its_switches_of_all(tmp_path, capsys):
+    """validate reports every fabric's switches (61): the drawing's 48 are the compute fabric's."""
+    out = tmp_path / "fabric.svg"
+    assert topology_cli.run(parse("topology", "draw", str(SUPERPOD), "-o", str(out))) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "compute fabric: 48 of the topology's 61 switches (other fabrics: inband, oob; draw one with --fabric)",
+        f"drawing written to {out}",
+    ]
+    assert topology_cli.run(parse("topology", "validate", str(SUPERPOD))) == 0
+    assert capsys.readouterr().out.strip().endswith(", 61 switches")

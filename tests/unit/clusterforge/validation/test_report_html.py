@@ -227,7 +227,67 @@ def test_header_names_the_cluster_topology_time_and_versions(superpod_run, tmp_p
     assert values["started"] == "2025-01-02T00:00:00Z"  # from the run id validate.yml gives
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", values["generated"])
     assert values["versions"].startswith("clusterforge ") and "ansible-core 2." in values["versions"]
-    assert next(root.iter("h1")).text().startswith("clusterforge validation superpod 20250102T000000Z")
+    # The run id once on the page, in the header (the browser tab names it too).
+    assert next(root.iter("h1")).text() == "clusterforge validation superpod fail"
+    assert next(root.iter("title")).text() == "clusterforge validation superpod 20250102T000000Z"
+
+
+def _check(name: str, status: str, message: str = "") -> dict:
+    return {"check": name, "status": status, "measured": None, "expected": None, "message": message}
+
+
+def _nodes_run(tmp_path: Path, passing: int) -> Path:
+    """bad01 failing, hw01 with nothing to check (no hardware), and `passing` nodes that pass."""
+    directory = tmp_path / "20250103T000000Z"
+    directory.mkdir()
+    no_hw = "skipped: no hardware"
+    host_file(directory, "bad01", [record("gpu_check", [_check("gpu.count", "fail", "7 of 8 GPUs")])])
+    host_file(
+        directory,
+        "hw01",
+        [record("gpu_check", [_check("gpu.count", "skipped", no_hw), _check("gpu.model", "skipped", no_hw)])],
+    )
+    for index in range(passing):
+        host_file(
+            directory,
+            f"ok{index:02d}",
+            [record("gpu_check", [_check("gpu.count", "pass"), _check("nccl.all_reduce", "skipped", "no NCCL tests")])],
+        )
+    return directory
+
+
+def _row(root: Element, host: str) -> list[str]:
+    row = next(r for r in root.iter("tr", "node") if r.attrs["id"] == f"node-{host}")
+    return [td.text() for td in row.iter("td")]
+
+
+def test_failing_or_warning_says_none_when_nothing_did_and_skipped_checks_are_apart(tmp_path):
+    _, root = page_of(report.load_run(_nodes_run(tmp_path, passing=1)), tmp_path)
+    heads = [th.text() for th in next(root.iter("table")).iter("th")]
+    assert heads[-2:] == ["failing or warning checks", "skipped checks"]
+    assert _row(root, "hw01")[-2:] == ["none", "skipped: no hardware: gpu.count, gpu.model"]
+    assert _row(root, "ok00")[-2:] == ["none", "no NCCL tests: nccl.all_reduce"]
+    bad = _row(root, "bad01")
+    assert bad[-2].startswith("fail gpu.count") and "7 of 8 GPUs" in bad[-2] and bad[-1] == "none"
+    # Nothing measured, said in one style: a sentence each.
+    assert next(e for e in root.iter() if e.attrs.get("id") == "bandwidth").text() == "No NCCL bandwidth measured."
+    assert next(e for e in root.iter() if e.attrs.get("id") == "pairs").text() == "No NCCL pairs ran."
+
+
+@pytest.mark.parametrize(("passing", "opened"), [(1, {"bad01", "hw01", "ok00"}), (3, {"bad01"})])
+def test_failing_nodes_checks_are_open_and_every_nodes_when_few(tmp_path, passing, opened):
+    _, root = page_of(report.load_run(_nodes_run(tmp_path, passing)), tmp_path)
+    shown = {next(d.iter("summary")).text().split()[0]: "open" in d.attrs for d in root.iter("details")}
+    assert len(shown) == passing + 2
+    assert {host for host, is_open in shown.items() if is_open} == opened
+
+
+def test_paths_under_the_home_directory_read_as_in_the_run_summary(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    _, root = page_of(report.load_run(_nodes_run(tmp_path, passing=0)), tmp_path)
+    meta = next(root.iter("dl", "meta"))
+    values = dict(zip([dt.text() for dt in meta.iter("dt")], [dd.text() for dd in meta.iter("dd")], strict=True))
+    assert values["results"] == "~/20250103T000000Z"
 
 
 def test_hca_and_pair_failures_are_placed_on_the_cabling_plan(superpod_run, tmp_path):
