@@ -1,0 +1,66 @@
+"""What every scenario's testinfra tests (molecule/<scenario>/tests/test_*.py) share.
+
+Molecule's testinfra verifier runs pytest with --connection=docker (.config/molecule/config.yml);
+the nodes are the scenario's platforms, named here from its molecule.yml (or the shared config's one
+"instance-<scenario>" node), so a test runs on every node of its scenario through docker exec.
+Expected values come from the scenario's inputs (its molecule.yml inventory), never from a role's
+own vars: `inputs` gives a test the variables the scenario set for the node it is checking.
+
+By hand, with the scenario converged: pytest --connection=docker molecule/<scenario>/tests/
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+MOLECULE = Path(__file__).resolve().parent
+
+
+def _scenario(config) -> Path:
+    named = os.environ.get("MOLECULE_SCENARIO_DIRECTORY")
+    if named:
+        return Path(named)
+    found = {MOLECULE / Path(arg).resolve().relative_to(MOLECULE).parts[0] for arg in config.args}
+    if len(found) != 1:
+        raise pytest.UsageError(f"run one scenario's tests at a time (given: {sorted(map(str, found))})")
+    return found.pop()
+
+
+def _molecule_yml(scenario: Path) -> dict:
+    return yaml.safe_load((scenario / "molecule.yml").read_text()) or {}
+
+
+def pytest_configure(config):
+    """The scenario's platforms as testinfra's hosts, unless --hosts names them."""
+    if getattr(config.option, "connection", None) != "docker" or config.option.hosts:
+        return
+    scenario = _scenario(config)
+    platforms = _molecule_yml(scenario).get("platforms") or [{"name": f"instance-{scenario.name}"}]
+    config.option.hosts = ",".join(platform["name"] for platform in platforms)
+
+
+@pytest.fixture(autouse=True)
+def _on_a_scenario_node(request):
+    """Never read the controller: a test run without the docker connection is an error."""
+    if "host" in request.fixturenames and request.getfixturevalue("host").backend.NAME != "docker":
+        pytest.fail("molecule/*/tests read a scenario's nodes: run them with --connection=docker (molecule verify)")
+
+
+@pytest.fixture
+def inputs(host, request) -> dict:
+    """The scenario's variables for this node: molecule.yml's group_vars (all, then the groups its
+    platform entry names) and its host_vars."""
+    molecule_yml = _molecule_yml(_scenario(request.config))
+    inventory = (molecule_yml.get("provisioner") or {}).get("inventory") or {}
+    name = host.backend.name
+    platform = next((p for p in molecule_yml.get("platforms") or [] if p["name"] == name), {})
+    groups = ["all", *platform.get("groups", [])]
+    merged: dict = {}
+    for group in groups:
+        merged.update((inventory.get("group_vars") or {}).get(group) or {})
+    merged.update((inventory.get("host_vars") or {}).get(name) or {})
+    return merged
