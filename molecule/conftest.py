@@ -11,6 +11,7 @@ By hand, with the scenario converged: pytest --connection=docker molecule/<scena
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -64,3 +65,11 @@ def inputs(host, request) -> dict:
         merged.update((inventory.get("group_vars") or {}).get(group) or {})
     merged.update((inventory.get("host_vars") or {}).get(name) or {})
     return merged
+
+
+@pytest.fixture
+def containerd_loaded(host) -> dict:
+    """The configuration containerd loads (`containerd config dump`: its config.toml plus defaults),
+    parsed by the node's own tomllib."""
+    parse = "import json, sys, tomllib; print(json.dumps(tomllib.load(sys.stdin.buffer)))"
+    return json.loads(host.check_output(f"containerd config dump | python3 -c '{parse}'"))
