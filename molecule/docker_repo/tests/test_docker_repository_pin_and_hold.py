@@ -41,6 +41,7 @@ def test_the_pin_makes_the_older_version_the_candidate(host):
 
 # Without the pin (an empty preferences directory), only the hold stands between docker-ce and the newer one.
 def test_the_hold_alone_keeps_docker_ce_back(host):
-    simulate = "mkdir -p /tmp/verify-no-preferences && apt-get --simulate -o Dir::Etc::PreferencesParts=/tmp/verify-no-preferences upgrade"
+    no_pins = "/tmp/verify-no-preferences"
+    simulate = f"mkdir -p {no_pins} && apt-get --simulate -o Dir::Etc::PreferencesParts={no_pins} upgrade"
     assert "Inst docker-ce " not in host.check_output(simulate)
     assert "Inst docker-ce " in host.check_output(f"{simulate} --ignore-hold")
