@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
+import testinfra
 import yaml
 
 MOLECULE = Path(__file__).resolve().parent
@@ -51,20 +52,34 @@ def _on_a_scenario_node(request):
         pytest.fail("molecule/*/tests read a scenario's nodes: run them with --connection=docker (molecule verify)")
 
 
-@pytest.fixture
-def inputs(host, request) -> dict:
-    """The scenario's variables for this node: molecule.yml's group_vars (all, then the groups its
+def _inputs(config, name: str) -> dict:
+    """The scenario's variables for node `name`: molecule.yml's group_vars (all, then the groups its
     platform entry names) and its host_vars."""
-    molecule_yml = _molecule_yml(_scenario(request.config))
+    molecule_yml = _molecule_yml(_scenario(config))
     inventory = (molecule_yml.get("provisioner") or {}).get("inventory") or {}
-    name = host.backend.name
     platform = next((p for p in molecule_yml.get("platforms") or [] if p["name"] == name), {})
-    groups = ["all", *platform.get("groups", [])]
     merged: dict = {}
-    for group in groups:
+    for group in ["all", *platform.get("groups", [])]:
         merged.update((inventory.get("group_vars") or {}).get(group) or {})
     merged.update((inventory.get("host_vars") or {}).get(name) or {})
     return merged
+
+
+@pytest.fixture
+def inputs(host, request) -> dict:
+    """The scenario's variables for the node `host` is."""
+    return _inputs(request.config, host.backend.name)
+
+
+@pytest.fixture
+def node(request):
+    """node(name) -> (the testinfra host of the scenario's node `name`, its inputs), for a scenario whose
+    nodes play different parts (a test that checks one of them names it)."""
+
+    def get(name: str):
+        return testinfra.get_host(f"docker://{name}"), _inputs(request.config, name)
+
+    return get
 
 
 @pytest.fixture
