@@ -44,8 +44,8 @@ def test_ld_so_finds_libcudnn_under_the_versioned_prefix(archive):
 def test_the_library_and_the_header_both_say_the_pinned_version(archive):
     archive.check_output("mkdir -p /tmp/verify-cudnn && cat > /tmp/verify-cudnn/version.c <<'EOF'\n" + PROBE + "EOF")
     archive.check_output(
-        f"gcc -Wall -Werror -I{PREFIX}/include -I{CUDA_HEADERS} -o /tmp/verify-cudnn/version /tmp/verify-cudnn/version.c"
-        f" -L{PREFIX}/lib -lcudnn"
+        f"gcc -Wall -Werror -I{PREFIX}/include -I{CUDA_HEADERS} -o /tmp/verify-cudnn/version"
+        f" /tmp/verify-cudnn/version.c -L{PREFIX}/lib -lcudnn"
     )
     # No LD_LIBRARY_PATH and no rpath: ld.so finds libcudnn through the role's ld.so.conf.d file.
     assert archive.check_output("/tmp/verify-cudnn/version") == f"{VERSION_CODE} {VERSION_CODE}"
