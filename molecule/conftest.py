@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,19 @@ def _scenario(config) -> Path:
     return found.pop()
 
 
+def _interpolate(text: str) -> str:
+    """Molecule's interpolation of molecule.yml: ${NAME}, ${NAME:-default}, and $$ for a plain $."""
+
+    def value(match: re.Match) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        return os.environ.get(match.group(1)) or (match.group(2) or "")
+
+    return re.sub(r"\$\$|\$\{(\w+)(?::-([^}]*))?\}", value, text)
+
+
 def _molecule_yml(scenario: Path) -> dict:
-    return yaml.safe_load((scenario / "molecule.yml").read_text()) or {}
+    return yaml.safe_load(_interpolate((scenario / "molecule.yml").read_text())) or {}
 
 
 def pytest_configure(config):
