@@ -94,9 +94,19 @@ def node(request):
     return get
 
 
+def _containerd_loaded(host) -> dict:
+    parse = "import json, sys, tomllib; print(json.dumps(tomllib.load(sys.stdin.buffer)))"
+    return json.loads(host.check_output(f"containerd config dump | python3 -c '{parse}'"))
+
+
 @pytest.fixture
 def containerd_loaded(host) -> dict:
     """The configuration containerd loads (`containerd config dump`: its config.toml plus defaults),
     parsed by the node's own tomllib."""
-    parse = "import json, sys, tomllib; print(json.dumps(tomllib.load(sys.stdin.buffer)))"
-    return json.loads(host.check_output(f"containerd config dump | python3 -c '{parse}'"))
+    return _containerd_loaded(host)
+
+
+@pytest.fixture
+def containerd_loaded_on():
+    """containerd_loaded for a node picked with node()."""
+    return _containerd_loaded
