@@ -1,0 +1,93 @@
+"""Real Slurm across the containers (molecule/slurm/molecule.yml; the GPUs are FAKE device nodes made by
+prepare.yml): one MUNGE key everywhere, the compute nodes idle and running jobs across both, the topology
+from the topology file, the inputs' GPUs handed to steps, and the batch job in the accounting database."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+CONTROLLER = "slurm-ctl01"
+COMPUTES = ["slurm-node01", "slurm-node02"]  # the platforms in the slurm_compute group
+
+
+def _until(fetch, done, tries: int = 30, delay: float = 2):
+    for _ in range(tries):
+        value = fetch()
+        if done(value):
+            return value
+        time.sleep(delay)
+    return value
+
+
+@pytest.fixture
+def ctl(node):
+    return node(CONTROLLER)[0]
+
+
+@pytest.fixture
+def cluster_idle(ctl):
+    """The compute nodes idle (slurmd registers a few seconds after it starts)."""
+
+    def nodes():
+        return sorted(ctl.check_output("sinfo --noheader --Node --partition=batch --format='%N|%T'").splitlines())
+
+    assert _until(nodes, lambda seen: seen == [f"{name}|idle" for name in COMPUTES]) == [
+        f"{name}|idle" for name in COMPUTES
+    ]
+
+
+def test_every_node_holds_the_same_munge_key_0400_owned_by_munge(node):
+    keys = [node(name)[0].file("/etc/munge/munge.key") for name in [CONTROLLER, *COMPUTES]]
+    assert len({key.sha256sum for key in keys}) == 1
+    assert {key.mode for key in keys} == {0o400}
+    assert {key.user for key in keys} == {"munge"}
+
+
+def test_a_credential_made_on_a_compute_node_decodes_on_the_controller(node, ctl):
+    credential = node(COMPUTES[1])[0].check_output("munge -n")
+    assert ctl.run(f"echo '{credential}' | unmunge").rc == 0
+
+
+def test_a_step_runs_on_both_compute_nodes(ctl, cluster_idle):
+    assert sorted(ctl.check_output("srun --nodes=2 --time=1 hostname").splitlines()) == COMPUTES
+
+
+def test_a_two_node_batch_job_completes_and_is_accounted(ctl, node, cluster_idle):
+    job = ctl.check_output(
+        "sbatch --parsable --nodes=2 --time=1 --output=/tmp/molecule-slurm-job-%j.out --wrap 'srun hostname | sort'"
+    )
+    state = _until(
+        lambda: ctl.check_output(f"scontrol show job {job} --oneliner"),
+        lambda shown: "JobState=COMPLETED" in shown or "JobState=FAILED" in shown,
+    )
+    assert "JobState=COMPLETED" in state
+    batch_host = re.search(r"BatchHost=(\S+)", state).group(1)
+    assert node(batch_host)[0].file(f"/tmp/molecule-slurm-job-{job}.out").content_string.split() == COMPUTES
+    accounted = _until(
+        lambda: ctl.check_output(
+            f"sacct --noheader --parsable2 --allocations --jobs={job} --format=JobID,State,NNodes"
+        ),
+        lambda line: line == f"{job}|COMPLETED|2",
+        tries=15,
+    )
+    assert accounted == f"{job}|COMPLETED|2"
+
+
+def test_the_topology_has_the_unit_with_slurm_nodes_under_top(ctl):
+    topology = ctl.check_output("scontrol show topology")
+    assert re.search(r"SwitchName=su1 .*Nodes=slurm-node\[01-02\]", topology)
+    assert re.search(r"SwitchName=top .*Switches=su1", topology)
+    assert "su2" not in topology  # su2 has no Slurm node yet
+
+
+@pytest.mark.parametrize("gres", ["gpu:{model}:{count}", "gpu:{count}"])
+def test_a_step_gets_the_node_s_gpus_typed_or_not(ctl, node, cluster_idle, gres):
+    inputs = node(COMPUTES[0])[1]
+    count = inputs["clusterforge_expected_gpus"]
+    assert inputs["clusterforge_expected_gpu_model"] == "fake-gpu"
+    request = gres.format(model="fake_gpu", count=count)  # the gres type Slurm knows the model by
+    visible = ctl.check_output(f"srun --nodes=1 --time=1 --gres={request} printenv CUDA_VISIBLE_DEVICES")
+    assert visible == ",".join(str(n) for n in range(count))
