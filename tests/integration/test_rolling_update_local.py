@@ -92,3 +92,42 @@ def test_a_node_whose_checks_pass_is_returned_to_service(rolled):
 def test_an_administrators_drain_survives_the_roll(rolled):
     assert updates(rolled["calls"], "node01") == []
     assert rolled["state"]["node01"] == NODES["node01"]
+
+
+# A node whose stage asks for a reboot (as nvidia_driver does for a loaded module of another version)
+# while rolling_update_allow_reboot is false: no reboot, the roll fails and the node stays drained.
+# (The allowed path reboots the machine, which a local host must not do: its conditions are held by
+# tests/unit/test_rolling_update_reboot.py.)
+@pytest.fixture(scope="module")
+def reboot_refused(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("rolling-update-reboot")
+    nodes = {"node07": {"drain": False, "reason": "", "jobs": 0}}
+    env = fake_tools(tmp, nodes)
+    env["ANSIBLE_ROLES_PATH"] = os.pathsep.join([str(PROJECT / "roles"), str(PROJECT / "tests/integration/roles")])
+    (tmp / "replay" / "node07").mkdir(parents=True)
+    inventory = local_inventory(tmp, {"node07": "clusterforge_reboot_required=true"})
+    return play(
+        tmp,
+        env,
+        inventory,
+        PROJECT / "playbooks" / "rolling_update.yml",
+        "-e",
+        json.dumps({"clusterforge_stages": [STAGE]}),
+        "-e",
+        "rolling_update_stage=rolled rolling_update_hosts=all rolling_update_serial=1",
+        "-e",
+        f"clusterforge_validation_replay_dir={tmp / 'replay'}/{{{{ inventory_hostname }}}}",
+    )
+
+
+def test_a_required_reboot_that_is_not_allowed_fails_the_node_and_keeps_it_drained(reboot_refused):
+    assert reboot_refused["rc"] == 2, reboot_refused["output"]
+    rebooted = task_results(
+        reboot_refused["report"], "Reboot where the stage requires it and reboots are allowed", role=None
+    )
+    assert rebooted["node07"].get("skipped") is True
+    refused = task_results(reboot_refused["report"], "Fail when a required reboot is not allowed", role=None)
+    assert refused["node07"]["failed"]
+    assert "needs a reboot to finish the rolled stage" in refused["node07"]["msg"]
+    assert updates(reboot_refused["calls"], "node07") == [f"state=drain reason={OURS}"]
+    assert reboot_refused["state"]["node07"]["drain"] is True
