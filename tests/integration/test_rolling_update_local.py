@@ -106,13 +106,18 @@ def reboot_refused(tmp_path_factory) -> dict:
     env["ANSIBLE_ROLES_PATH"] = os.pathsep.join([str(PROJECT / "roles"), str(PROJECT / "tests/integration/roles")])
     (tmp / "replay" / "node07").mkdir(parents=True)
     inventory = local_inventory(tmp, {"node07": "clusterforge_reboot_required=true"})
+    playbooks = tmp / "playbooks"  # the test stage's definition beside the project's, as in rolled
+    shutil.copytree(PROJECT / "playbooks", playbooks)
+    (playbooks / "stages" / "rolled.yml").write_text(
+        "- name: Rolled stage\n  ansible.builtin.include_role:\n    name: rolled_stage\n"
+    )
     return play(
         tmp,
         env,
         inventory,
-        PROJECT / "playbooks" / "rolling_update.yml",
+        playbooks / "rolling_update.yml",
         "-e",
-        json.dumps({"clusterforge_stages": [STAGE]}),
+        json.dumps({"__clusterforge_stages": [STAGE]}),
         "-e",
         "rolling_update_stage=rolled rolling_update_hosts=all rolling_update_serial=1",
         "-e",
