@@ -474,7 +474,8 @@ def main() -> int:
                 env = environment(workdir, empty, BUILTIN_FILES, inventory=plugins, project=old)
                 try:
                     before_run = run_site(workdir, inventory, env, "before", check=False, idempotent=False, project=old)
-                    before = (old, before_run)
+                    # Read while the checkout exists (it goes with the temporary directory).
+                    before = (per_stage(before_run["plays"], stage_of_plays(old)), before_run)
                 except SystemExit as failed:
                     # Reported, not hidden, and the measured settings are still printed.
                     failures[f"before ({args.before})"] = str(failed)[-1500:]
@@ -537,8 +538,7 @@ def main() -> int:
         )
     )
     if before:
-        old, before_run = before
-        old_stages = per_stage(before_run["plays"], stage_of_plays(old))
+        old_stages, before_run = before
         print(f"\ntasks per host per stage: before ({args.before}, stock settings) and after (this tree, stock)")
         print(
             table(
@@ -593,7 +593,7 @@ def main() -> int:
                     "settings": figures,
                     "marginal": margins,
                     "stages": project_stages,
-                    "stages_before": per_stage(before[1]["plays"], stage_of_plays(before[0])) if before else None,
+                    "stages_before": before[0] if before else None,
                 },
                 indent=2,
             )
