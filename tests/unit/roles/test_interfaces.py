@@ -11,9 +11,10 @@ import yaml
 from tests.paths import PROJECT
 
 ROLES = sorted(p for p in (PROJECT / "roles").iterdir() if p.is_dir())
-# Constants roles (roles/clusterforge, as Kubespray's kubespray_defaults): no tasks, only internal
-# role vars that the plays listing the role load once. No public interface to hold together.
-CONSTANTS_ROLES = [role for role in ROLES if not (role / "tasks").exists()]
+# Constants roles (roles/clusterforge, as Kubespray's kubespray_defaults): no tasks/main.yml, only
+# internal role vars that the plays listing the role load once (and shared task files other roles
+# include, such as the restart gate). No public interface to hold together.
+CONSTANTS_ROLES = [role for role in ROLES if not (role / "tasks" / "main.yml").exists()]
 TASK_ROLES = [role for role in ROLES if role not in CONSTANTS_ROLES]
 
 
