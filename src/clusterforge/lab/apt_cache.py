@@ -40,7 +40,10 @@ def gateway(network_attrs: dict) -> str | None:
 def describe(network_attrs: dict, port: int = PORT) -> str:
     address = gateway(network_attrs)
     if address is None:
-        return "apt: Docker reports no gateway for the lab network; nodes look for a package cache there and else fetch directly"
+        return (
+            "apt: Docker reports no gateway for the lab network; "
+            "nodes use a package cache at theirs if one answers, else fetch directly"
+        )
     proxy = proxy_for(address, port)
     if proxy:
         return f"apt: lab nodes fetch Debian packages through the package cache on this machine ({proxy})"
