@@ -66,6 +66,16 @@ if [ "${CLUSTERFORGE_APT_CACHE:-1}" != 0 ] && [ "$(id -u)" -eq 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends apt-cacher-ng >/dev/null
   fi
+  # The package's own default upstream for Debian is ftp.debian.org (backends_debian.default);
+  # Debian's CDN, deb.debian.org, is the mirror the nodes' sources name and the one CI hosts reach.
+  # A site's own choice (a line in backends_debian) is kept.
+  if ! grep -qv '^[[:space:]]*\(#\|$\)' /etc/apt-cacher-ng/backends_debian 2>/dev/null; then
+    log "package cache: fetching Debian from http://deb.debian.org/debian/ (/etc/apt-cacher-ng/backends_debian)"
+    echo "http://deb.debian.org/debian/" >/etc/apt-cacher-ng/backends_debian
+    if cache_answers; then
+      if [ -d /run/systemd/system ]; then systemctl restart apt-cacher-ng; else /etc/init.d/apt-cacher-ng restart >/dev/null; fi
+    fi
+  fi
   if ! cache_answers; then
     if [ -d /run/systemd/system ]; then
       systemctl start apt-cacher-ng

@@ -13,7 +13,9 @@ import yaml
 SCENARIO = Path(__file__).resolve().parents[1]
 _INVENTORY = yaml.safe_load((SCENARIO / "molecule.yml").read_text())["provisioner"]["inventory"]["host_vars"]
 HOST, HOST_VARS = next(iter(_INVENTORY.items()))
-BACKEND = HOST_VARS["package_cache_backends"]["debian"][0].rstrip("/") + "/"
+BACKENDS = {
+    archive: [url.rstrip("/") + "/" for url in urls] for archive, urls in HOST_VARS["package_cache_backends"].items()
+}
 # apt-cacher-ng's own port and files; the scenario leaves them as they are.
 PORT = 3142
 LOG = "/var/log/apt-cacher-ng/apt-cacher.log"
@@ -51,9 +53,18 @@ def test_apt_goes_through_the_cache_and_local_repositories_do_not(host):
     assert 'Acquire::http::Proxy::localhost "DIRECT";' in settings
 
 
-def test_the_cache_fetches_debian_from_the_named_backend_only(host):
-    assert BACKEND in host.file("/etc/apt-cacher-ng/backends_debian").content_string.splitlines()
-    assert not host.file("/etc/apt-cacher-ng/backends_ubuntu").exists
+def test_the_cache_fetches_each_archive_from_the_named_mirrors_only(host):
+    for archive, urls in BACKENDS.items():
+        backends = host.file(f"/etc/apt-cacher-ng/backends_{archive}")
+        assert (backends.user, backends.mode) == ("root", 0o644)
+        mirrors = [line for line in backends.content_string.splitlines() if line and not line.startswith("#")]
+        assert mirrors == urls, archive
+
+
+def test_the_settings_file_is_read_after_the_packages_own(host):
+    files = host.check_output("ls /etc/apt-cacher-ng/*.conf").split()
+    assert files[-1] == "/etc/apt-cacher-ng/zzz_clusterforge.conf", files
+    assert f"Port: {PORT}" in host.file(files[-1]).content_string.splitlines()
 
 
 def test_a_source_naming_another_debian_mirror_is_served_from_the_backend(host):

@@ -113,7 +113,10 @@ def test_a_backends_file_lists_each_mirror_as_a_directory_url():
         (ROLE / "templates" / "backends.j2").read_text(),
         ansible_managed="Ansible managed",
         item="debian",
+        __package_cache_backends_marker=VARS["__package_cache_backends_marker"],
         package_cache_backends={"debian": ["http://mirror.site/debian", "http://mirror2.site/debian/"]},
     )
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
     assert lines == ["http://mirror.site/debian/", "http://mirror2.site/debian/"]
+    # The line the role finds its own files by, before removing one.
+    assert f"# {VARS['__package_cache_backends_marker']}: " in text
