@@ -51,3 +51,24 @@ def describe(network_attrs: dict, port: int = PORT) -> str:
         f"apt: no package cache answers on this machine ({address}:{port}); lab nodes fetch from Debian directly "
         "(.ci/lab-host-setup.sh starts apt-cacher-ng)"
     )
+
+
+def transfers(log_text: str) -> dict[str, int]:
+    """Bytes an apt-cacher-ng fetched from upstream and served to its clients, from its transfer
+    log (/var/log/apt-cacher-ng/apt-cacher.log, lines `time|kind|bytes|client|path`): kind I is
+    data fetched in from upstream, O data sent out to a client, E an error (no bytes counted)."""
+    totals = {"fetched": 0, "served": 0, "errors": 0}
+    for number, line in enumerate(log_text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("|", 4)
+        if len(fields) != 5 or not fields[2].isdigit():
+            raise ValueError(f"apt-cacher.log line {number}: expected time|kind|bytes|client|path, got {line!r}")
+        kind, size = fields[1], int(fields[2])
+        if kind == "I":
+            totals["fetched"] += size
+        elif kind == "O":
+            totals["served"] += size
+        elif kind == "E":
+            totals["errors"] += 1
+    return totals

@@ -116,3 +116,22 @@ def test_lab_up_says_which_way_packages_come():
     assert apt_cache.describe(network, port).startswith(
         f"apt: no package cache answers on this machine (127.0.0.1:{port})"
     )
+
+
+# Lines of a real apt-cacher-ng 3.7.4 transfer log (the CI host's cache; addresses as they were):
+# an upstream error, then one index fetched in from upstream and sent out to the client.
+REAL_LOG = """\
+1796507230|E|628|127.0.0.1|debrep/dists/trixie/InRelease [HTTP error, code: 503]
+1796507274|I|140632|127.0.0.1|debrep/dists/trixie/InRelease
+1796507274|O|140636|127.0.0.1|debrep/dists/trixie/InRelease
+"""
+
+
+def test_the_transfer_log_gives_bytes_fetched_from_upstream_and_served():
+    assert apt_cache.transfers(REAL_LOG) == {"fetched": 140632, "served": 140636, "errors": 1}
+    assert apt_cache.transfers("") == {"fetched": 0, "served": 0, "errors": 0}
+
+
+def test_a_line_that_is_not_the_transfer_log_names_its_number():
+    with pytest.raises(ValueError, match=r"apt-cacher.log line 2: expected time\|kind\|bytes\|client\|path"):
+        apt_cache.transfers(REAL_LOG.splitlines()[0] + "\nnot a log line\n")
