@@ -14,7 +14,7 @@ from docker.errors import APIError, NotFound
 
 from clusterforge import topology
 from clusterforge.errors import EnvironmentProblem, UsageError
-from clusterforge.lab import access, facts, spec
+from clusterforge.lab import access, apt_cache, facts, spec
 from clusterforge.lab.image import ensure_image
 from clusterforge.paths import project_dir, state_dir
 from clusterforge.topology.source import printable
@@ -100,6 +100,7 @@ def up(
     hosts = prepare(source, size, lab_name, connection)
     tag = ensure_image(client, release, builder=builder, mirror=mirror, log=log, on_step=on_step)
     network = _ensure_network(client, lab_name)
+    log(apt_cache.describe(network.attrs))
     wanted = {host.container for host in hosts}
     for container in _containers(client, lab_name):
         stale_image = container.image.tags and tag not in container.image.tags

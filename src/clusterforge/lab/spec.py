@@ -36,6 +36,19 @@ NODE_VOLUMES = ("/sys/fs/cgroup:/sys/fs/cgroup:rw",)
 NODE_CGROUPNS = "host"
 NODE_COMMAND = "/lib/systemd/systemd"
 
+# apt on a node goes through a package cache (apt-cacher-ng) on the machine that hosts the
+# containers when one answers there, and directly to Debian's archive when none does: an apt
+# drop-in names apt-proxy-detect as apt's Proxy-Auto-Detect, and both are mounted read-only from
+# APT_DIR (package data). .ci/lab-host-setup.sh starts that cache on CI hosts. In Molecule the same
+# files come from the checkout (MOLECULE_PROJECT_DIRECTORY); a unit test keeps the two equal.
+APT_DIR = Path(__file__).parent / "apt"
+APT_DETECT = "apt-proxy-detect"
+APT_MOUNTS = (
+    (APT_DETECT, "/usr/local/lib/clusterforge/apt-proxy-detect"),
+    ("01clusterforge-lab-apt-proxy", "/etc/apt/apt.conf.d/01clusterforge-lab-apt-proxy"),
+)
+APT_DIR_IN_PROJECT = "src/clusterforge/lab/apt"
+
 
 @dataclass(frozen=True)
 class LabHost:
@@ -110,6 +123,8 @@ def docker_run_options() -> dict:
     for spec in NODE_VOLUMES:
         source, target, mode = spec.split(":")
         volumes[source] = {"bind": target, "mode": mode}
+    for name, target in APT_MOUNTS:
+        volumes[str(APT_DIR / name)] = {"bind": target, "mode": "ro"}
     return {
         "cap_add": list(NODE_CAPABILITIES),
         "security_opt": list(NODE_SECURITY_OPTS),

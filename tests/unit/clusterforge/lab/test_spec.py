@@ -89,8 +89,25 @@ def test_molecule_platform_matches_the_lab_container_settings(project):
     assert platform["capabilities"] == options["cap_add"]
     assert platform["security_opts"] == options["security_opt"]
     assert platform["tmpfs"] == list(options["tmpfs"])
-    assert platform["volumes"] == list(spec.NODE_VOLUMES)
+    assert platform["volumes"] == list(spec.NODE_VOLUMES) + [
+        f"${{MOLECULE_PROJECT_DIRECTORY}}/{spec.APT_DIR_IN_PROJECT}/{name}:{target}:ro"
+        for name, target in spec.APT_MOUNTS
+    ]
     assert platform["cgroupns_mode"] == options["cgroupns"]
     assert platform["command"] == options["command"]
     assert platform["privileged"] is options["privileged"] is False
     assert platform["image"].endswith(f"{spec.image_tag(spec.DEFAULT_RELEASE)}}}")
+
+
+def test_the_lab_mounts_its_apt_proxy_choice_read_only_from_the_package(project):
+    """The files exist where the lab mounts them from, the project path Molecule uses is the same
+    directory, and the script apt runs is executable (a bind mount keeps the mode)."""
+    volumes = spec.docker_run_options()["volumes"]
+    for name, target in spec.APT_MOUNTS:
+        source = spec.APT_DIR / name
+        assert volumes[str(source)] == {"bind": target, "mode": "ro"}
+        assert source.is_file()
+        assert (project / spec.APT_DIR_IN_PROJECT / name).resolve() == source.resolve()
+    assert (spec.APT_DIR / spec.APT_DETECT).stat().st_mode & 0o111
+    drop_in = (spec.APT_DIR / spec.APT_MOUNTS[1][0]).read_text()
+    assert f'Acquire::http::Proxy-Auto-Detect "{spec.APT_MOUNTS[0][1]}";' in drop_in
