@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,19 @@ def containerd_loaded(host) -> dict:
 def containerd_loaded_on():
     """containerd_loaded for a node picked with node()."""
     return _containerd_loaded
+
+
+def _until(fetch, done, tries: int = 30, delay: float = 2):
+    """fetch() again until done(value), at most `tries` times: a scheduler or a scrape the node has not
+    reached yet. Returns the last value, for the test to assert on."""
+    for _ in range(tries):
+        value = fetch()
+        if done(value):
+            return value
+        time.sleep(delay)
+    return value
+
+
+@pytest.fixture
+def until():
+    return _until

@@ -6,7 +6,6 @@ HCAs alerting, and Alertmanager running the role's configuration."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 import yaml
@@ -24,16 +23,6 @@ def _get(host, url: str):
 
 def _api(host, path: str):
     return json.loads(_get(host, f"{API}/{path}"))["data"]
-
-
-def _until(fetch, done, tries: int = 20, delay: float = 3):
-    """Prometheus scrapes and evaluates every 15 s: the first ones may not have happened yet."""
-    for _ in range(tries):
-        value = fetch()
-        if done(value):
-            return value
-        time.sleep(delay)
-    return value
 
 
 @pytest.fixture
@@ -56,10 +45,10 @@ def test_prometheus_promtool_alertmanager_and_the_exporter_are_held_on_the_head(
 
 # Only series with a node label: the package's first start scraped localhost:9100 with Debian's own
 # configuration, and that series stays visible for Prometheus's 5 minute look-back after the restart.
-def test_each_exporter_is_up_with_the_topology_s_labels(head, node):
+def test_each_exporter_is_up_with_the_topology_s_labels(head, node, until):
     _, node_inputs = node(NODE)
     query = "query?query=" + "up%7Bjob%3D%22node%22%2Cnode%3D~%22.%2B%22%7D%20%3D%3D%201"
-    result = _until(lambda: _api(head, query)["result"], lambda up: len(up) == 2)
+    result = until(lambda: _api(head, query)["result"], lambda up: len(up) == 2, tries=20, delay=3)
     labels = {series["metric"]["node"]: series["metric"] for series in result}
     assert labels[HEAD]["role"] == "head"
     assert labels[HEAD]["node_type"] == node(HEAD)[1]["clusterforge_node_type"]
@@ -100,14 +89,14 @@ def test_the_cluster_s_alerts_and_recording_rules_are_loaded_and_healthy(head):
 
 
 # The node's expected HCAs do not exist here, so the rule sees them missing.
-def test_the_missing_hcas_raise_infiniband_port_down(head, node):
+def test_the_missing_hcas_raise_infiniband_port_down(head, node, until):
     expected = sorted(node(NODE)[1]["clusterforge_expected_rail_hcas"])
 
     def down():
         alerts = _api(head, "alerts")["alerts"]
         return sorted(a["labels"]["device"] for a in alerts if a["labels"]["alertname"] == "InfinibandPortDown")
 
-    assert _until(down, lambda devices: devices == expected) == expected
+    assert until(down, lambda devices: devices == expected, tries=20, delay=3) == expected
 
 
 def test_the_retention_is_the_role_s_default(head):

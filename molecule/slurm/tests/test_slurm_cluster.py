@@ -5,21 +5,11 @@ from the topology file, the inputs' GPUs handed to steps, and the batch job in t
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
 CONTROLLER = "slurm-ctl01"
 COMPUTES = ["slurm-node01", "slurm-node02"]  # the platforms in the slurm_compute group
-
-
-def _until(fetch, done, tries: int = 30, delay: float = 2):
-    for _ in range(tries):
-        value = fetch()
-        if done(value):
-            return value
-        time.sleep(delay)
-    return value
 
 
 @pytest.fixture
@@ -28,13 +18,13 @@ def ctl(node):
 
 
 @pytest.fixture
-def cluster_idle(ctl):
+def cluster_idle(ctl, until):
     """The compute nodes idle (slurmd registers a few seconds after it starts)."""
 
     def nodes():
         return sorted(ctl.check_output("sinfo --noheader --Node --partition=batch --format='%N|%T'").splitlines())
 
-    assert _until(nodes, lambda seen: seen == [f"{name}|idle" for name in COMPUTES]) == [
+    assert until(nodes, lambda seen: seen == [f"{name}|idle" for name in COMPUTES]) == [
         f"{name}|idle" for name in COMPUTES
     ]
 
@@ -55,18 +45,18 @@ def test_a_step_runs_on_both_compute_nodes(ctl, cluster_idle):
     assert sorted(ctl.check_output("srun --nodes=2 --time=1 hostname").splitlines()) == COMPUTES
 
 
-def test_a_two_node_batch_job_completes_and_is_accounted(ctl, node, cluster_idle):
+def test_a_two_node_batch_job_completes_and_is_accounted(ctl, node, cluster_idle, until):
     job = ctl.check_output(
         "sbatch --parsable --nodes=2 --time=1 --output=/tmp/molecule-slurm-job-%j.out --wrap 'srun hostname | sort'"
     )
-    state = _until(
+    state = until(
         lambda: ctl.check_output(f"scontrol show job {job} --oneliner"),
         lambda shown: "JobState=COMPLETED" in shown or "JobState=FAILED" in shown,
     )
     assert "JobState=COMPLETED" in state
     batch_host = re.search(r"BatchHost=(\S+)", state).group(1)
     assert node(batch_host)[0].file(f"/tmp/molecule-slurm-job-{job}.out").content_string.split() == COMPUTES
-    accounted = _until(
+    accounted = until(
         lambda: ctl.check_output(
             f"sacct --noheader --parsable2 --allocations --jobs={job} --format=JobID,State,NNodes"
         ),
