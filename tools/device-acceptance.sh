@@ -2,7 +2,7 @@
 # What clusterforge runs on a machine with NVIDIA GPUs, in one go, to capture real outputs as
 # fixtures: nvidia-smi -q and -q -x, nvidia-smi topo -m, a CUDA program (tools/device/cuda_probe.cu),
 # nccl-tests all_reduce_perf on all the GPUs, and the acceptance training job with NCCL on this node.
-# Every output is saved as OUT/<kind>/<host>.<ext> with a .source beside it (what ran, where, when,
+# Every output is saved as OUT/<kind>/<host>.<ext> with <host>.source beside it (what ran, where, when,
 # which GPU and driver), the layout of tests/fixtures; a step whose tool is missing is recorded as
 # "skipped: <why>" in OUT/summary.txt, never as a pass.
 #
@@ -64,7 +64,7 @@ step() {
   mkdir -p "$out/$kind"
   local rc=0
   timeout "$timeout_s" "$@" >"$target" 2>&1 || rc=$?
-  cat >"$target.source" <<SOURCE
+  cat >"${target%.*}.source" <<SOURCE
 Captured by clusterforge's tools/device-acceptance.sh on $host ($gpu_model; $gpus GPUs) at $stamp.
 Command: $*
 Exit status: $rc$([ "$rc" = 124 ] && echo " (ran past the step limit of ${timeout_s} s)")

@@ -80,12 +80,12 @@ def test_with_fake_tools_each_output_is_saved_with_its_source(tmp_path):
     assert done.returncode == 0, done.stderr
     host = socket.gethostname().split(".")[0]
     assert (out / "nvidia-smi_query" / f"{host}.txt").read_text() == query.read_text()
-    source = (out / "nvidia-smi_query" / f"{host}.txt.source").read_text()
+    source = (out / "nvidia-smi_query" / f"{host}.source").read_text()
     assert f"on {host} (NVIDIA H100 80GB HBM3, 550.163.01; 2 GPUs)" in source
     assert f"Command: {fake}/nvidia-smi -q\nExit status: 0\n" in source
     nccl = out / "nccl_all_reduce_perf" / f"{host}-2gpu.txt"
     assert nccl.read_text() == "FAKE all_reduce_perf -b 8 -e 8G -f 2 -g 2\n"
-    assert "Exit status: 3" in (nccl.parent / f"{nccl.name}.source").read_text()
+    assert "Exit status: 3" in nccl.with_suffix(".source").read_text()
     summary = (out / "summary.txt").read_text().splitlines()
     assert f"failed (exit 3): nccl_all_reduce_perf -> {nccl}" in summary
     assert any(line.startswith("skipped: training_smoke: torchrun not found") for line in summary)
