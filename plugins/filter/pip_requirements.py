@@ -4,7 +4,7 @@
 
 The pytorch role writes its venv's requirements file with the first and, when pip fails, names the
 package and the variable to change with the second. Standard library only; the decisions live here,
-where the unit tests reach them with pip's own output (tests/fixtures/pip_install).
+where the unit tests reach them with pip's own output (tests/unit/plugins/filter/pip_install).
 """
 
 from __future__ import annotations

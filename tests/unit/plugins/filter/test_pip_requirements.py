@@ -3,10 +3,11 @@ requirements file, and the reason it gives when pip fails, over pip's own captur
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from tests.paths import FIXTURES
 from tests.paths import filters as filters_of
 
 FILTERS = filters_of("plugins/filter/pip_requirements.py")
@@ -15,10 +16,13 @@ problem = FILTERS["clusterforge_pip_install_problem"]
 SIX = "4721f391ed90541fddacab5acf947aa0d3dc7d27b2e1e8eda2be8970586c3274"
 TORCH = "8e0dd929cf1f69b2718390154b630c505d010e9ad676b8c87d521aa54fe5ad73"
 INDEX = "http://127.0.0.1:18931/simple/"
+# pip's own outputs, captured by clusterforge against a local index (each .source says how); not
+# node-check outputs, so not under tests/fixtures.
+OUTPUTS = Path(__file__).parent / "pip_install"
 
 
 def _output(case: str) -> str:
-    return (FIXTURES / "pip_install" / f"{case}.txt").read_text()
+    return (OUTPUTS / f"{case}.txt").read_text()
 
 
 def test_the_file_pins_every_package_to_a_version_and_its_digests():
