@@ -69,6 +69,22 @@ def test_the_current_env_s_torchrun_is_the_stand_in_s(host):
     assert out == "torchrun: clusterforge test stand-in for PyTorch, it launches nothing"
 
 
+@pytest.mark.parametrize(
+    ("examples", "torchrun"),
+    [
+        ("/opt/clusterforge/distribution-examples", "/usr/bin/torchrun"),
+        ("/opt/clusterforge/examples", f"{ROOT}/pytorch-current/bin/torchrun"),
+    ],
+)
+def test_each_source_s_launch_template_and_acceptance_job_are_installed(host, examples, torchrun):
+    sbatch = host.file(f"{examples}/torchrun.sbatch")
+    assert sbatch.mode == 0o644
+    assert f"  {torchrun} \\\n" in sbatch.content_string
+    # No GPU in the node type: one process per node, gloo.
+    assert "--nproc_per_node=1" in sbatch.content_string
+    assert host.file(f"{examples}/ddp_smoke.py").mode == 0o755
+
+
 def test_the_refused_builds_left_no_environment(host):
     left = host.check_output(
         "find /opt/clusterforge/refusal-envs -mindepth 1 -maxdepth 1 -name 'pytorch-*' -not -name '*.requirements.txt'"
