@@ -11,9 +11,10 @@ import pytest
 
 ROOT = "/opt/clusterforge/envs"
 CURRENT, PREVIOUS = "2.6.0+standin", "2.5.1+standin"
+# The file resolved through links: a venv's python run as pytorch-current/bin/python reports paths under the link.
 PROBE = (
-    "import json, torch; print(json.dumps({'version': torch.__version__, 'cuda': torch.version.cuda,"
-    " 'available': torch.cuda.is_available(), 'file': torch.__file__}))"
+    "import json, os, torch; print(json.dumps({'version': torch.__version__, 'cuda': torch.version.cuda,"
+    " 'available': torch.cuda.is_available(), 'file': os.path.realpath(torch.__file__)}))"
 )
 
 
