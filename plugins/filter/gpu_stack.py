@@ -18,9 +18,10 @@ name: clusterforge_gpu_stack_problems
 short_description: Why a GPU software stack cannot work, from NVIDIA's compatibility tables
 description:
   - "Returns one message per impossible combination, empty when none is found: the CUDA toolkit
-    against its minimum driver, cuDNN and NCCL against the CUDA major, the GPU generation against the
-    driver branch and kernel modules, Fabric Manager against the driver. Each message names both
-    versions and the minimum or the match it needed."
+    against its minimum driver, cuDNN, NCCL and PyTorch against the CUDA major (PyTorch's CUDA
+    against the driver too), the GPU generation against the driver branch and kernel modules,
+    Fabric Manager against the driver. Each message names both versions and the minimum or the
+    match it needed."
   - A field that is absent, null or empty (not installed, not chosen) is not checked.
   - "Sibling filter: C(clusterforge_gpu_generation) (the generation of a GPU model, else of an
     NVLink generation; null when neither is known)."
@@ -32,6 +33,7 @@ options:
         proprietary), cuda_version (12.4 or 12.4.1), cudnn_version, cudnn_cuda_major (the CUDA
         major of the cuDNN build), nccl_version, nccl_cuda_version (the CUDA of the NCCL build),
         fabricmanager_version, nvswitch (false: Fabric Manager is not run, so not checked),
+        torch_version and torch_cuda_version (the CUDA a PyTorch build is for; empty for a CPU build),
         gpu_generation, or gpu_model and nvlink_generation to derive it from."
     type: dict
     required: true
@@ -289,6 +291,24 @@ def _nccl_problems(stack, cuda) -> list[str]:
     ]
 
 
+def _torch_problems(stack, cuda, driver, branch) -> list[str]:
+    """A PyTorch build for CUDA X.Y carries that CUDA runtime (the pip wheels) or links the installed
+    one: the driver must reach the table's minimum for X.Y, and the installed CUDA (which builds
+    extensions such as DeepSpeed's ops, and whose NCCL the GPU roles pinned) must be of the same major."""
+    built_for = _version(stack, "torch_cuda_version")
+    if built_for is None:
+        return []
+    torch = _version(stack, "torch_version")
+    name = f"PyTorch {torch.text + ' ' if torch else ''}built for CUDA {built_for.text}"
+    problems = [f"{name}: {problem}" for problem in _cuda_problems(built_for, driver, branch)]
+    if cuda is not None and built_for[0] != cuda[0]:
+        problems.append(
+            f"{name} cannot run with the installed CUDA {cuda.text}: "
+            f"it needs a build for CUDA {cuda[0]}.x (torch's +cu{cuda[0]}N wheels)"
+        )
+    return problems
+
+
 def _generation_problems(stack, branch, modules, cuda) -> list[str]:
     generation = _given(stack, "gpu_generation")
     if generation is None:
@@ -349,6 +369,7 @@ def gpu_stack_problems(stack) -> list[str]:
             problems += _cuda_problems(cuda, driver, branch)
         problems += _cudnn_problems(stack, cuda)
         problems += _nccl_problems(stack, cuda)
+        problems += _torch_problems(stack, cuda, driver, branch)
         problems += _generation_problems(stack, branch, modules, cuda)
         problems += _fabricmanager_problems(stack, driver, branch)
     except _Invalid as exc:

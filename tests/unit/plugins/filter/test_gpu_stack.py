@@ -133,6 +133,7 @@ def test_absent_values_are_not_checked(problems):
     assert problems({}) == []
     fields = "driver_version driver_branch kernel_modules cuda_version cudnn_version cudnn_cuda_major nccl_version"
     fields += " nccl_cuda_version fabricmanager_version gpu_generation gpu_model nvlink_generation nvswitch"
+    fields += " torch_version torch_cuda_version"
     absent = dict.fromkeys(fields.split(), None)
     assert problems(absent) == []
     assert problems({**absent, "cuda_version": ""}) == []
@@ -182,6 +183,34 @@ def test_nccl_built_for_another_cuda_major(problems):
     (message,) = problems({"cuda_version": "13.0", "nccl_version": "2.22.3", "nccl_cuda_version": "12.4"})
     assert message.startswith("NCCL 2.22.3 built for CUDA 12.4 cannot run with CUDA 13.0")
     assert problems({"cuda_version": "12.4", "nccl_version": "2.22.3", "nccl_cuda_version": "12.6"}) == []
+
+
+def test_a_torch_build_for_a_cuda_the_driver_cannot_run_names_both_versions(problems):
+    # torch 2.6.0+cu126 carries CUDA 12.6's runtime: NVIDIA's table asks 560.28.03 for 12.6 GA.
+    assert problems({"driver_version": "550.163.01", "torch_version": "2.6.0", "torch_cuda_version": "12.6"}) == [
+        "PyTorch 2.6.0 built for CUDA 12.6: CUDA 12.6 needs NVIDIA driver 560.28.03 or newer"
+        " (release 12.6.0 in NVIDIA's table); the driver is 550.163.01"
+    ]
+    assert problems({"driver_branch": 535, "torch_version": "2.6.0", "torch_cuda_version": "12.4"}) == [
+        "PyTorch 2.6.0 built for CUDA 12.4: CUDA 12.4 needs NVIDIA driver 550.54.14 or newer"
+        " (release 12.4.0 in NVIDIA's table); the driver branch is 535"
+    ]
+    assert problems({"driver_version": "550.163.01", "torch_version": "2.6.0", "torch_cuda_version": "12.4"}) == []
+
+
+def test_a_torch_build_for_another_cuda_major_than_the_installed_one(problems):
+    stack = {"driver_version": "580.95.05", "cuda_version": "13.0"}
+    stack |= {"torch_version": "2.6.0", "torch_cuda_version": "12.4"}
+    assert problems(stack) == [
+        "PyTorch 2.6.0 built for CUDA 12.4 cannot run with the installed CUDA 13.0: it needs a build for CUDA 13.x"
+        " (torch's +cu13N wheels)"
+    ]
+    assert problems({**stack, "torch_cuda_version": "13.0"}) == []
+
+
+def test_a_cpu_torch_build_is_not_checked(problems):
+    assert problems({"driver_version": "535.104.05", "torch_version": "2.6.0", "torch_cuda_version": ""}) == []
+    assert problems({"driver_version": "535.104.05", "torch_version": "2.6.0", "torch_cuda_version": None}) == []
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""clusterforge's acceptance training job: a small DDP model on synthetic data with a fixed seed.
+
+One process per rank. The rank and world come from torchrun (RANK, WORLD_SIZE, LOCAL_RANK) or from
+Slurm's srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID); the rendezvous is env:// (MASTER_ADDR,
+MASTER_PORT). Debian 13's torch has no libuv: set USE_LIBUV=0 there (this script does when the
+variable is unset, for the env:// store it creates).
+
+Every --checkpoint-every steps rank 0 writes the model and optimizer to --checkpoint-dir (a
+temporary file renamed into place, so a rank killed mid-write leaves the previous checkpoint);
+a start that finds one resumes from it. The data of step s on rank r depends only on the seed, s
+and r, so a resumed run computes exactly what the uninterrupted one did: the same final loss.
+--kill-rank R --kill-at-step S makes rank R SIGKILL itself before step S of a run that did not
+resume (the lost rank of the acceptance test); the other ranks then fail at the next collective,
+within --timeout seconds, never hang. Each rank writes its record (rank, host, final_loss, steps,
+seconds, resumed_from, rc) as JSON to --result-dir/rank-<rank>.json, which training_judge reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+
+def _env_rank() -> tuple[int, int, int]:
+    if "RANK" in os.environ:
+        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", "0"))
+    if "SLURM_PROCID" in os.environ:
+        rank, world = int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"])
+        os.environ["RANK"], os.environ["WORLD_SIZE"] = str(rank), str(world)
+        return rank, world, int(os.environ.get("SLURM_LOCALID", "0"))
+    sys.exit("ddp_smoke: no RANK/WORLD_SIZE (torchrun) or SLURM_PROCID/SLURM_NTASKS (srun) in the environment")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--checkpoint-every", type=int, default=5)
+    parser.add_argument("--checkpoint-dir", required=True)
+    parser.add_argument("--result-dir", default="")
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds a rendezvous or collective may take")
+    parser.add_argument("--kill-rank", type=int, default=-1)
+    parser.add_argument("--kill-at-step", type=int, default=-1)
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("USE_LIBUV", "0")
+    # cuBLAS is deterministic only with a fixed workspace (torch.use_deterministic_algorithms).
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    rank, world, local_rank = _env_rank()
+    started = time.monotonic()
+    dist.init_process_group(args.backend, init_method="env://", timeout=datetime.timedelta(seconds=args.timeout))
+    device = torch.device(f"cuda:{local_rank}" if args.backend == "nccl" else "cpu")
+    if args.backend == "nccl":
+        torch.cuda.set_device(device)
+    torch.manual_seed(args.seed)
+    torch.use_deterministic_algorithms(True)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1)).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    checkpoint = os.path.join(args.checkpoint_dir, "checkpoint.pt")
+    resumed_from = None
+    first = 0
+    if os.path.exists(checkpoint):
+        state = torch.load(checkpoint, map_location=device)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        resumed_from = first = state["step"]
+    ddp = DistributedDataParallel(model)
+    target = torch.linspace(-1, 1, 16, device=device)
+    loss_value = float("nan")
+    for step in range(first, args.steps):
+        if rank == args.kill_rank and step == args.kill_at_step and resumed_from is None:
+            print(f"ddp_smoke: rank {rank} on {socket.gethostname()} kills itself before step {step}", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        generator = torch.Generator().manual_seed(args.seed * 1_000_003 + step * world + rank)
+        inputs = torch.randn(32, 16, generator=generator).to(device)
+        labels = (inputs @ target).unsqueeze(1)
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(ddp(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        # The mean over ranks: the same number on every rank, the number the judge compares.
+        mean = loss.detach().clone()
+        dist.all_reduce(mean)
+        loss_value = mean.item() / world
+        done = step + 1
+        if done % args.checkpoint_every == 0:
+            if rank == 0:
+                os.makedirs(args.checkpoint_dir, exist_ok=True)
+                partial = f"{checkpoint}.tmp"
+                torch.save({"step": done, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, partial)
+                os.replace(partial, checkpoint)
+            dist.barrier()
+    record = {
+        "rank": rank,
+        "host": socket.gethostname(),
+        "final_loss": loss_value,
+        "steps": args.steps - first,
+        "seconds": round(time.monotonic() - started, 3),
+        "resumed_from": resumed_from,
+        "rc": 0,
+    }
+    print("ddp_smoke: " + json.dumps(record), flush=True)
+    if args.result_dir:
+        os.makedirs(args.result_dir, exist_ok=True)
+        with open(os.path.join(args.result_dir, f"rank-{rank}.json"), "w", encoding="utf-8") as out:
+            json.dump(record, out)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

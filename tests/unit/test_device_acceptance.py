@@ -1,0 +1,93 @@
+"""tools/device-acceptance.sh without a GPU: the dry run lists what a GPU machine would run and
+writes nothing; a real run says "skipped: no hardware". With a FAKE nvidia-smi and a FAKE
+all_reduce_perf (shell scripts written here, printing a real nvidia-smi -q fixture; labelled as
+fakes), the run path saves each output with its .source and records missing tools as skipped."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+
+from tests.paths import FIXTURES, PROJECT
+
+SCRIPT = PROJECT / "tools" / "device-acceptance.sh"
+# Nothing from /usr/local (this machine's nvcc), /opt or a venv: only the base system's tools.
+BASE_PATH = "/usr/bin:/bin"
+
+
+def _run(tmp_path, *args, path=BASE_PATH, **env):
+    return subprocess.run(
+        [str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env={"PATH": path, "HOME": str(tmp_path), "TMPDIR": str(tmp_path), **env},
+    )
+
+
+def test_the_dry_run_without_a_gpu_lists_every_step_and_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    done = _run(tmp_path, "--dry-run", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (
+        "dry run on a machine without a GPU (nvidia-smi not found): the steps a GPU machine would run,"
+        " with 8 GPUs assumed"
+    )
+    host = socket.gethostname().split(".")[0]
+    assert f"would run: nvidia-smi -q > {out}/nvidia-smi_query/{host}.txt" in lines
+    assert f"would run: nvidia-smi -q -x > {out}/nvidia-smi_xml/{host}.xml" in lines
+    assert f"would run: nvidia-smi topo -m > {out}/nvidia-smi_topo/{host}.txt" in lines
+    assert any(line.startswith("skipped: cuda_probe: ") or "cuda_probe" in line for line in lines)
+    assert "skipped: nccl_all_reduce_perf: all_reduce_perf not found (set NCCL_TESTS_BIN)" in lines
+    assert any(line.startswith("skipped: training_smoke: torchrun not found") for line in lines)
+    assert not out.exists()
+
+
+def test_a_real_run_without_a_gpu_says_no_hardware_and_runs_nothing(tmp_path):
+    out = tmp_path / "out"
+    done = _run(tmp_path, "--out", str(out))
+    assert (done.returncode, done.stdout) == (0, "skipped: no hardware (nvidia-smi not found); nothing was run\n")
+    assert not out.exists()
+
+
+def test_a_bad_argument_is_refused():
+    done = subprocess.run([str(SCRIPT), "--bogus"], capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert "unknown argument --bogus (expected --dry-run or --out DIR)" in done.stderr
+
+
+def test_with_fake_tools_each_output_is_saved_with_its_source(tmp_path):
+    fake = tmp_path / "fake-bin"
+    fake.mkdir()
+    query = sorted((FIXTURES / "nvidia-smi_query").glob("*.txt"))[0]
+    (fake / "nvidia-smi").write_text(
+        "#!/bin/sh\n# FAKE nvidia-smi for this test: two GPUs, a real -q output from tests/fixtures.\n"
+        'case "$*" in\n'
+        '  *--query-gpu=index*) printf "0\\n1\\n" ;;\n'
+        '  *--query-gpu=name,driver_version*) echo "NVIDIA H100 80GB HBM3, 550.163.01" ;;\n'
+        f'  "-q") cat "{query}" ;;\n'
+        '  *) echo "fake nvidia-smi: $*" ;;\n'
+        "esac\n"
+    )
+    (fake / "all_reduce_perf").write_text('#!/bin/sh\necho "FAKE all_reduce_perf $*"\nexit 3\n')
+    for tool in fake.iterdir():
+        tool.chmod(0o755)
+    out = tmp_path / "out"
+    done = _run(tmp_path, "--out", str(out), path=f"{fake}:{BASE_PATH}", NVCC=str(tmp_path / "no-nvcc"))
+    assert done.returncode == 0, done.stderr
+    host = socket.gethostname().split(".")[0]
+    assert (out / "nvidia-smi_query" / f"{host}.txt").read_text() == query.read_text()
+    source = (out / "nvidia-smi_query" / f"{host}.source").read_text()
+    assert f"on {host} (NVIDIA H100 80GB HBM3, 550.163.01; 2 GPUs)" in source
+    assert f"Command: {fake}/nvidia-smi -q\nExit status: 0\n" in source
+    nccl = out / "nccl_all_reduce_perf" / f"{host}-2gpu.txt"
+    assert nccl.read_text() == "FAKE all_reduce_perf -b 8 -e 8G -f 2 -g 2\n"
+    assert "Exit status: 3" in nccl.with_suffix(".source").read_text()
+    summary = (out / "summary.txt").read_text().splitlines()
+    assert f"failed (exit 3): nccl_all_reduce_perf -> {nccl}" in summary
+    assert any(line.startswith("skipped: training_smoke: torchrun not found") for line in summary)
+    if not os.path.exists("/usr/local/cuda/bin/nvcc"):
+        assert any(line.startswith("skipped: cuda_probe: nvcc not found") for line in summary)
