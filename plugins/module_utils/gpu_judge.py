@@ -74,7 +74,7 @@ TOPOLOGY_KEYS = {
         choices=tuple(NVLINKS_PER_GPU),
     ),
 }
-# judge_xid on a kernel log: every Xid/SXid is judged, nothing to expect.
+# judge_xid on a kernel log: every Xid/SXid and lost-GPU message is judged, nothing to expect.
 XID_KEYS: dict = {}
 DCGMI_KEYS = {"required_tests": Key(("list",), "dcgmi tests that must have run", items=("str",))}
 
@@ -289,18 +289,25 @@ def judge_topology(topology, expected: dict) -> list[CheckResult]:
 
 
 def judge_xid(events) -> CheckResult:
+    """Xids and SXids by their code. A GPU the driver says it lost (fallen off the bus, not
+    initialised) fails whether or not an Xid came with it: a driver that finds the GPU gone while
+    loading, or cannot start it, logs no Xid at all."""
     if events is None:
         return skipped("gpu.xid", "kernel log not read")
     if not events:
-        return result("gpu.xid", PASS, [], [], "no Xid/SXid events in the kernel log")
+        return result("gpu.xid", PASS, [], [], "no Xid/SXid events or lost GPUs in the kernel log")
     statuses = []
     seen = []
     for event in events:
-        if event.kind == "Xid":
+        if event.kind == "lost":
+            statuses.append(FAIL)
+            label = f"GPU {event.pci} {event.detail}"
+        elif event.kind == "Xid":
             statuses.append(WARN if event.code in XID_APPLICATION else FAIL)
+            label = f"Xid {event.code} on {event.pci}"
         else:
             statuses.append(FAIL if event.fatal else WARN)
-        label = f"{event.kind} {event.code} on {event.pci}"
+            label = f"SXid {event.code} on {event.pci}"
         if label not in seen:
             seen.append(label)
     return result("gpu.xid", worst(statuses), seen, [], f"{len(events)} events: {', '.join(seen)}")

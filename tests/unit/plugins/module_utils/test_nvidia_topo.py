@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils import xid
+from ansible.module_utils import gpu_judge, xid
 from ansible.module_utils.nvidia_topo import TopoParseError, parse_topo_matrix
 
 from .samples import load, names
@@ -87,7 +87,8 @@ def test_malformed_topo(text: str, match: str):
 
 XID = {
     "h100-xid79-fallen-off-bus-sxid20034-gpud.txt": {
-        "events": [("Xid", 79, "0000:91:00")] + [("SXid", 20034, None)] * 8,
+        # The driver's own "GPU has fallen off the bus." line follows the Xid 79 line.
+        "events": [("Xid", 79, "0000:91:00"), ("lost", None, "0000:91:00.0")] + [("SXid", 20034, None)] * 8,
         "fatal_sxid": 4,
         "first_stamp": "6781741.548779",
     },
@@ -95,6 +96,23 @@ XID = {
         "events": [("Xid", 13, "0000:cb:00")] * 3 + [("Xid", 109, "0000:cb:00")],
         "fatal_sxid": 0,
         "first_stamp": "Fri Aug 30 11:43:09 2024",
+    },
+    # No Xid line in these three: the driver lost the GPU (or never started it) and said so in words.
+    "l40-fallen-off-bus-multiline-no-xid-570-nvsentinel-155.txt": {
+        "events": [("lost", None, "0000:b3:00.0")],  # one message over three lines
+        "fatal_sxid": 0,
+        "first_stamp": "1843.308145",
+    },
+    "gpu-at-has-fallen-off-the-bus-old-driver-bumblebee-554.txt": {
+        "events": [("lost", None, "0000:01:00.0")] * 2,
+        "fatal_sxid": 0,
+        "first_stamp": "49.261458",
+    },
+    "two-gpus-rminitadapter-failed-ibm-cloud-gpu-operator-649.txt": {
+        "events": [("lost", None, bus) for bus in ("0000:04:01.0", "0000:04:02.0", "0000:04:02.0", "0000:04:01.0")]
+        + [("lost", None, "0000:04:01.0")],
+        "fatal_sxid": 0,
+        "first_stamp": "1097.650222",
     },
 }
 
@@ -107,7 +125,7 @@ def test_xid_table_covers_every_fixture():
 def test_kernel_log_xid(name: str):
     want = XID[name]
     events = xid.parse_kernel_log(load("kernel_log_xid", name))
-    got = [(e.kind, e.code, e.pci if e.kind == "Xid" else None) for e in events]
+    got = [(e.kind, e.code, e.pci if e.kind != "SXid" else None) for e in events]
     assert got == want["events"]
     assert sum(1 for e in events if e.kind == "SXid" and e.fatal) == want["fatal_sxid"]
     assert events[0].timestamp == want["first_stamp"]
@@ -129,6 +147,32 @@ def test_kernel_log_xid(name: str):
 def test_xid_line_shapes(line: str, code: int, pci: str):
     (event,) = xid.parse_kernel_log(line)
     assert (event.code, event.pci) == (code, pci)
+
+
+# The verdict on each real log whose lost GPUs came without an Xid, and the GPUs its message names.
+LOST = {
+    "l40-fallen-off-bus-multiline-no-xid-570-nvsentinel-155.txt": "1 events: GPU 0000:b3:00.0 fell off the bus",
+    "gpu-at-has-fallen-off-the-bus-old-driver-bumblebee-554.txt": "2 events: GPU 0000:01:00.0 fell off the bus",
+    "two-gpus-rminitadapter-failed-ibm-cloud-gpu-operator-649.txt": (
+        "5 events: GPU 0000:04:01.0 failed to initialise (RmInitAdapter), "
+        "GPU 0000:04:02.0 failed to initialise (RmInitAdapter)"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOST))
+def test_a_gpu_lost_without_an_xid_fails_naming_the_gpu(name: str):
+    check = gpu_judge.judge_xid(xid.parse_kernel_log(load("kernel_log_xid", name)))
+    assert (check.status, check.message) == ("fail", LOST[name])
+
+
+def test_the_probe_message_needs_its_own_fallen_off_line():
+    """The probe's first line alone names a GPU but says nothing about it: no event, and a
+    "fallen off the bus" more than two lines later belongs to no GPU of the probe."""
+    text = load("kernel_log_xid", "l40-fallen-off-bus-multiline-no-xid-570-nvsentinel-155.txt")
+    first, second, third, *rest = text.splitlines()
+    assert xid.parse_kernel_log(first) == ()
+    assert xid.parse_kernel_log("\n".join([first, second, *rest[:2], third])) == ()
 
 
 def test_log_without_xid_is_empty():

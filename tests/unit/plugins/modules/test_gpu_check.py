@@ -146,6 +146,19 @@ def test_xid_from_dmesg_when_journalctl_is_missing(node, run, gpu_pci):
     assert "Xid 79 on 0000:91:00" in done.checks["gpu.xid"]["measured"]
 
 
+def test_a_gpu_lost_without_an_xid_fails_the_node(node, run, gpu_pci):
+    """The driver's probe found GPU 0000:b3:00.0 gone and logged no Xid (NVSentinel #155's dmesg)."""
+    node.programs = {"nvidia-smi", "journalctl"}
+    node.outputs = {
+        "nvidia-smi -q -x": (0, H100_535_161, ""),
+        "nvidia-smi topo -m": (0, "", ""),
+        "journalctl -k": (0, load("kernel_log_xid", "l40-fallen-off-bus-multiline-no-xid-570-nvsentinel-155.txt"), ""),
+    }
+    done = run("gpu_check", {"pci_root": str(gpu_pci)})
+    assert done.status("gpu.xid") == "fail"  # the host fails on it (and on this capture's HW slowdown)
+    assert done.checks["gpu.xid"]["measured"] == ["GPU 0000:b3:00.0 fell off the bus"]
+
+
 def test_unreadable_kernel_log_skips_only_the_xid_check(node, run, gpu_pci):
     node.programs = {"nvidia-smi", "journalctl", "dmesg"}
     node.outputs = {
