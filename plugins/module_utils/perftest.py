@@ -8,7 +8,10 @@ line in some versions), then a result table:
 
 Units are MB/sec unless --report_gbits; newer versions add "BW min[...]". Anything else inside the
 table region (e.g. "Conflicting CPU frequency values detected ...") is kept as a warning. A log
-with both server and client output holds two runs. Stdlib only.
+with both server and client output holds two runs. A run that printed perftest's own error
+(" Completion with error at client", " Failed status 10: ...", "Couldn't ...") did not finish,
+even when rows came before it (a message-size sweep that broke at its next size): ToolFailed.
+Stdlib only.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ _PER_QP = ("local address", "remote address", "GID:")  # one line per QP; not se
 # perftest's own error lines: "Couldn't connect to HOST:PORT", "Unable to init the socket connection",
 # "Failed to modify QP to RTS", " Completion with error at client".
 _FAILED = re.compile(r"^\s*(?:Couldn't |Unable to |Failed to |Completion with error)")
+_STATUS = re.compile(r"^\s*Failed status \d+")
 _SEPARATOR = re.compile(r"^\s*[-*]+\s*$")
 
 
@@ -124,4 +128,26 @@ def parse_perftest(text: str, source: str = "perftest") -> tuple[PerftestRun, ..
         if test is not None or runs:
             raise ToolFailed("the test stopped before its result rows", source=source)
         raise PerftestParseError("no perftest banner or result rows", source=source)
+    _raise_if_aborted(text, [run for run in runs if run.rows], source)
     return tuple(run for run in runs if run.rows)
+
+
+def _raise_if_aborted(text: str, runs: list[PerftestRun], source: str) -> None:
+    """ToolFailed when perftest reported an error after printing rows: the bandwidth reached so far
+    is no verdict on a run that did not finish. The reason names the device and the last row."""
+    lines = text.replace("\r", "").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not _FAILED.search(line):
+            continue
+        # The completion error's next line carries the work request's status ("Failed status 12: ...").
+        status = lines[number] if number < len(lines) and _STATUS.search(lines[number]) else ""
+        run = runs[-1]
+        last = run.rows[-1]
+        device = run.settings.get("Device", "the device")
+        reason = f"{line.strip()}{'; ' + status.strip() if status else ''}"
+        raise ToolFailed(
+            f"the test failed on {device} after its {last.bytes}-byte row "
+            f"({run.gbps(last.bw_average):.2f} Gb/s average so far): {reason[:300]}",
+            source=source,
+            line=number,
+        )
