@@ -2,9 +2,14 @@
 
 The fields asked for decide what can be judged: each key of CSV_KEYS reads one column, and an
 expectation whose column the output lacks is refused (ExpectationError), never skipped. Values
-carry their unit ("23028 MiB", "0 %", "71.50 W") or not (``--format=csv,nounits``). A looped run
-(-l/-lms) repeats each GPU's row: GPUs are told apart by an identity column (index, pci.bus_id,
-uuid, serial) and judged on their worst sample. Stdlib only.
+carry their unit ("23028 MiB", "0 %", "71.50 W") or not (``--format=csv,nounits``).
+
+GPUs are counted and told apart by an identity column (index, pci.bus_id, uuid, serial) where the
+capture has one. Without one, nvidia-smi's own layout counts them: one run prints one row per GPU,
+so a one-shot capture's rows are the GPUs (row N is the Nth GPU it printed), and a capture that
+repeats its header holds one such sample per header. A looped run (-l/-lms) prints the header once
+and repeats the rows, which only its timestamp column gives away: without an identity column it
+cannot be counted. Each GPU is judged on its worst sample. Stdlib only.
 """
 
 from __future__ import annotations
@@ -45,10 +50,16 @@ def _identity(rows) -> str | None:
     return next((column for column in IDENTITY_COLUMNS if rows and column in rows[0]), None)
 
 
+def _samples(rows) -> tuple[int, ...]:
+    """Rows per header line (nvidia_smi.QueryGpuRows); rows from elsewhere are one sample."""
+    return getattr(rows, "samples", None) or (len(rows),)
+
+
 def _labels(rows, identity: str | None) -> list[str]:
-    if identity is None:
-        return [f"row {number}" for number in range(1, len(rows) + 1)]
-    return [row[identity] for row in rows]
+    if identity is not None:
+        return [row[identity] for row in rows]
+    # Without an identity column a row is known by its place in its sample.
+    return [f"row {number}" for size in _samples(rows) for number in range(1, size + 1)]
 
 
 def _column(rows, key: str, column: str) -> None:
@@ -111,12 +122,21 @@ def _same(rows, labels: list[str], key: str, want: str) -> CheckResult:
 def _count(rows, identity: str | None, expected: dict) -> CheckResult:
     if identity is not None:
         return judge_count(len(set(_labels(rows, identity))), expected)
+    samples = _samples(rows)
+    if len(samples) > 1:
+        # A GPU missing from one sample was lost for that moment: the fewest rows count.
+        counted = judge_count(min(samples), expected)
+        spread = f"{min(samples)} to {max(samples)}" if min(samples) != max(samples) else str(min(samples))
+        message = f"{counted.message} (fewest rows of {len(samples)} samples, each with {spread} rows)"
+        return result(counted.check, counted.status, counted.measured, counted.expected, message)
+    if not rows or "timestamp" not in rows[0]:
+        return judge_count(len(rows), expected)  # one run of nvidia-smi: one row per GPU
+    why = "a timestamp column and one header: a looped capture (-l/-lms), which repeats each GPU's row"
     if "gpu_count" in expected:
         raise ExpectationError(
-            "gpu_count needs a column that tells GPUs apart (index, pci.bus_id, uuid or serial); "
-            "this CSV has none, and a looped run repeats rows"
+            f"gpu_count cannot be read from this CSV: {why}; add index, pci.bus_id, uuid or serial to --query-gpu"
         )
-    return skipped("gpu.count", "no index, pci.bus_id, uuid or serial column to count GPUs by")
+    return skipped("gpu.count", f"not counted: {why}, and no index, pci.bus_id, uuid or serial column")
 
 
 def judge_query_gpu_csv(rows, expected: dict) -> list[CheckResult]:

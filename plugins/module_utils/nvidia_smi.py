@@ -430,22 +430,40 @@ def parse_query(text: str, source: str = "nvidia-smi") -> NvidiaSmiReport:
 # --- CSV (--query-gpu=... --format=csv) --------------------------------------------------------
 
 
-def parse_query_gpu_csv(text: str, source: str = "nvidia-smi --query-gpu") -> tuple[dict[str, str], ...]:
+class QueryGpuRows(tuple):
+    """The rows of a --query-gpu capture, and ``samples``: how many rows followed each header line.
+
+    nvidia-smi prints its header once per run and one row per GPU, so a one-shot capture is one
+    sample whose rows are the GPUs; a capture made by running the query again and again repeats the
+    header before each sample. A looped run (-l/-lms) prints its header once and repeats the rows.
+    """
+
+    samples: tuple[int, ...] = ()
+
+
+def parse_query_gpu_csv(text: str, source: str = "nvidia-smi --query-gpu") -> QueryGpuRows:
     """Rows of ``--format=csv`` output keyed by field name ("memory.total [MiB]" -> "memory.total").
 
     Values stay strings with their units ("23028 MiB"): the fields asked for decide their meaning.
-    A looped run (-l/-lms) repeats rows, never the header.
+    A line equal to the header starts another sample (QueryGpuRows.samples).
     """
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in text.replace("\r", "").splitlines() if line.strip()]
     if not lines:
         raise NvidiaSmiParseError("empty output", source=source)
     header = [re.sub(r"\s*\[.*\]$", "", name.strip()) for name in lines[0].split(",")]
     if not all(re.fullmatch(r"[a-z_][a-z0-9_.]*", name) for name in header):
         raise NvidiaSmiParseError("first line is not a --query-gpu CSV header", source=source, line=1, text=lines[0])
     rows = []
+    samples = [0]
     for number, line in enumerate(lines[1:], start=2):
+        if line.strip() == lines[0].strip():
+            samples.append(0)
+            continue
         values = [v.strip() for v in line.split(",")]
         if len(values) != len(header):
             raise NvidiaSmiParseError(f"{len(values)} fields, header has {len(header)}", source=source, line=number)
         rows.append({name: values[i] for i, name in enumerate(header)})
-    return tuple(rows)
+        samples[-1] += 1
+    parsed = QueryGpuRows(rows)
+    parsed.samples = tuple(samples)
+    return parsed

@@ -1,4 +1,4 @@
-"""gpu_csv_judge on nvidia-smi --query-gpu CSV: the real looped capture, and constructed samples."""
+"""gpu_csv_judge on nvidia-smi --query-gpu CSV: the real looped and one-shot captures, and constructed samples."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from .samples import load
 # Real: one 24 GB GPU sampled five times (-lms), no index column; temperatures 25, 24, 23, 26, 25,
 # memory.used 21, 7, 7, 7, 21 MiB of 23028.
 LOOPED = parse_query_gpu_csv(load("nvidia-smi_query", "24gb-gpu-query-gpu-timestamp-pstate-mem-csv-lms.txt"))
+# Real: one run on a node with a GTX 1080 Ti and a GTX 1060 6GB, no index column (bpytop #26).
+ONE_SHOT = load("nvidia-smi_query", "2gpu-gtx1080ti-gtx1060-query-gpu-csv-one-shot-no-index-bpytop-26.txt")
 
 # Constructed (no real capture of these fields in tests/fixtures): nvidia-smi's --format=csv layout
 # with units, GPU 1 hot, busy, drawing 702.1 W and holding 80000 MiB; the nounits form of the same.
@@ -89,12 +91,37 @@ def test_the_real_looped_capture():
     assert checks["gpu.memory_used"].status == "pass"
     assert checks["gpu.memory_total"].status == "pass"
     assert checks["gpu.count"].status == "skipped"  # nothing tells its rows' GPUs apart
+    assert checks["gpu.count"].message.startswith("not counted: a timestamp column and one header")
+
+
+@pytest.mark.parametrize("want,status", [(2, "pass"), (8, "fail")])
+def test_a_one_shot_capture_without_index_counts_its_rows(want: int, status: str):
+    checks = judged(parse_query_gpu_csv(ONE_SHOT), {"gpu_count": want, "power_draw_max_w": 100})
+    count = checks["gpu.count"]
+    assert (count.status, count.measured) == (status, 2)
+    assert count.message == f"2 of {want} expected GPUs visible to the driver"
+    assert checks["gpu.power_draw"].message == "row 1: 106.56 W above 100"  # the GTX 1080 Ti, printed first
+    assert checks["gpu.temperature"].measured == {"row 1": 60, "row 2": 49}
+
+
+def test_a_capture_that_repeats_its_header_counts_each_sample():
+    """Constructed from the real one-shot capture: the same query run three times, the second time
+    with its GTX 1060 row gone (a GPU lost between runs)."""
+    header, first, _second = ONE_SHOT.splitlines(keepends=True)
+    rows = parse_query_gpu_csv(ONE_SHOT + header + first + ONE_SHOT)
+    checks = judged(rows, {"gpu_count": 2, "power_draw_max_w": 100})
+    assert (checks["gpu.count"].status, checks["gpu.count"].measured) == ("fail", 1)
+    assert checks["gpu.count"].message == (
+        "1 of 2 expected GPUs visible to the driver (fewest rows of 3 samples, each with 1 to 2 rows)"
+    )
+    assert checks["gpu.power_draw"].measured == {"row 1": 106.56, "row 2": 5.68}
+    assert judged(parse_query_gpu_csv(ONE_SHOT * 2), {"gpu_count": 2})["gpu.count"].status == "pass"
 
 
 @pytest.mark.parametrize(
     "expected,match",
     [
-        ({"gpu_count": 1}, "gpu_count needs a column that tells GPUs apart"),
+        ({"gpu_count": 1}, "gpu_count cannot be read from this CSV: a timestamp column and one header"),
         ({"power_draw_max_w": 300}, "power_draw_max_w reads the power.draw column, which this CSV lacks"),
         ({"product_name": "NVIDIA A10"}, "product_name reads the name column"),
     ],

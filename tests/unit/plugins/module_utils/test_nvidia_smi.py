@@ -10,6 +10,7 @@ from .samples import load, names
 # Expected facts per captured output; None means the file is not -q/-q -x output and must raise.
 QUERY = {
     "24gb-gpu-query-gpu-timestamp-pstate-mem-csv-lms.txt": None,
+    "2gpu-gtx1080ti-gtx1060-query-gpu-csv-one-shot-no-index-bpytop-26.txt": None,
     "a100-sxm4-40gb-8gpu-nvidia-smi-a-535.129.03.txt": {
         "driver": "535.129.03",
         "cuda": "12.2",
@@ -203,6 +204,16 @@ def test_query_gpu_csv():
     assert rows[0]["pstate"] == "P8"
     assert [r["temperature.gpu"] for r in rows] == ["25", "24", "23", "26", "25"]
     assert rows[0]["memory.total"] == "23028 MiB"
+    assert rows.samples == (5,)  # -lms printed its header once
+
+
+def test_query_gpu_csv_one_shot_and_repeated_header():
+    text = load("nvidia-smi_query", "2gpu-gtx1080ti-gtx1060-query-gpu-csv-one-shot-no-index-bpytop-26.txt")
+    rows = nvidia_smi.parse_query_gpu_csv(text)
+    assert [r["name"] for r in rows] == ["GeForce GTX 1080 Ti", "GeForce GTX 1060 6GB"]
+    assert rows[1]["power.draw"] == "5.68 W" and rows.samples == (2,)
+    # The same query run three times into one file: each run prints its header again.
+    assert nvidia_smi.parse_query_gpu_csv(text * 3).samples == (2, 2, 2)
 
 
 @pytest.mark.parametrize(
