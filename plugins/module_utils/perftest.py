@@ -62,8 +62,9 @@ _TABLE = re.compile(r"^\s*#bytes\s+#iterations\s+BW peak\[(?P<unit>[^\]]+)\]")
 _SETTING = re.compile(r"([A-Za-z][A-Za-z0-9_ .*()-]*?)\s*:\s*(\S+(?: \S+)*?)(?=\s{2,}|\t|$)")
 _PER_QP = ("local address", "remote address", "GID:")  # one line per QP; not settings
 # perftest's own error lines: "Couldn't connect to HOST:PORT", "Unable to init the socket connection",
-# "Failed to modify QP to RTS", " Completion with error at client".
-_FAILED = re.compile(r"^\s*(?:Couldn't |Unable to |Failed to |Completion with error)")
+# "Failed to modify QP to RTS", " Completion with error at client"; some name the function that
+# failed first ("ethernet_read_keys: Couldn't read remote address").
+_FAILED = re.compile(r"^\s*(?:[a-z_]+: )?(?:Couldn't |Unable to |Failed to |Completion with error)")
 _STATUS = re.compile(r"^\s*Failed status \d+")
 _SEPARATOR = re.compile(r"^\s*[-*]+\s*$")
 

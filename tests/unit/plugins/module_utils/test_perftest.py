@@ -30,8 +30,15 @@ JUDGED = {
 }
 
 
-# Clients that failed before their result table, and the line each must quote.
-FAILED_RUNS = {"couldnt-connect-socket-client-perftest-228.txt": "Couldn't connect to 192.168.125.211:18515"}
+# Runs that failed before their first result row, the line each must quote and where it is.
+FAILED_RUNS = {
+    "couldnt-connect-socket-client-perftest-228.txt": ("Couldn't connect to 192.168.125.211:18515", 1),
+    # The server's first error names the function that failed; the lines after it follow from it.
+    "ib-read-bw-server-couldnt-read-remote-address-sparkrdma-31.txt": (
+        "ethernet_read_keys: Couldn't read remote address",
+        20,
+    ),
+}
 # Clients that printed rows, then perftest's own error: (line of the error, the reason in full).
 ABORTED_RUNS = {
     "roce-h200-gke-sweep-completion-error-after-65536-dranet.txt": (
@@ -57,10 +64,11 @@ def test_a_run_that_aborted_after_its_rows_is_a_failed_run(name: str):
 
 
 @pytest.mark.parametrize("name", sorted(FAILED_RUNS))
-def test_a_client_that_failed_is_a_failed_run(name: str):
-    with pytest.raises(ToolFailed, match="the test failed: " + FAILED_RUNS[name]) as info:
+def test_a_run_that_failed_before_its_rows_is_a_failed_run(name: str):
+    quoted, line = FAILED_RUNS[name]
+    with pytest.raises(ToolFailed) as info:
         parse_perftest(load(KIND, name), source="ib_write_bw")
-    assert info.value.line == 1
+    assert (info.value.reason, info.value.line) == ("the test failed: " + quoted, line)
 
 
 def test_a_run_cut_before_its_rows_is_a_failed_run():
