@@ -118,3 +118,19 @@ def test_a_bad_configuration_is_an_error_naming_what_is_wrong(bundle, tmp_path, 
     done = _run(config, bundle, tmp_path)
     assert done.returncode == 2
     assert re.search(message, done.stdout), done.stdout
+
+
+def test_a_gpu_lost_without_an_xid_drains_the_node_naming_it(bundle, tmp_path):
+    """The kernel log of NVSentinel #155 (the driver found GPU 0000:b3:00.0 gone, no Xid line): the
+    health hook's drain reason, its first line, names the GPU."""
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "nvidia-smi-q.txt").write_text(H100_QUERY.read_text())
+    log = FIXTURES / "kernel_log_xid" / "l40-fallen-off-bus-multiline-no-xid-570-nvsentinel-155.txt"
+    (replay / "kernel.log").write_text(log.read_text())
+    checks = node_check_args({"clusterforge_expected_gpus": 8}, replay_dir=str(replay))
+    done = _run({"checks": checks}, bundle, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("replayed from recorded outputs: gpu_check: ")
+    assert "gpu.xid: 1 events: GPU 0000:b3:00.0 fell off the bus" in first

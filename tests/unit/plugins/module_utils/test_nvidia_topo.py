@@ -175,6 +175,16 @@ def test_the_probe_message_needs_its_own_fallen_off_line():
     assert xid.parse_kernel_log("\n".join([first, second, *rest[:2], third])) == ()
 
 
+def test_the_probe_message_with_a_prefix_on_every_line():
+    """Constructed from the real NVSentinel #155 lines: syslog and journalctl put the host prefix
+    before each of the message's three lines instead of indenting the second and third."""
+    text = load("kernel_log_xid", "l40-fallen-off-bus-multiline-no-xid-570-nvsentinel-155.txt")
+    lines = [line.strip().split("] ", 1)[-1] for line in text.splitlines()]
+    prefixed = "".join(f"Jan  3 07:39:45 gpu-1 kernel: {line}\n" for line in lines)
+    (event,) = xid.parse_kernel_log(prefixed)
+    assert (event.kind, event.pci, event.detail, event.line) == ("lost", "0000:b3:00.0", "fell off the bus", 1)
+
+
 def test_log_without_xid_is_empty():
     assert (
         xid.parse_kernel_log("[    0.000000] Linux version 6.1.0\nNVRM: loading NVIDIA UNIX x86_64 Kernel Module\n")
