@@ -9,7 +9,8 @@ module: gpu_check
 short_description: Check a node's NVIDIA GPUs against what the topology expects
 description:
   - Runs C(nvidia-smi -q -x), C(nvidia-smi topo -m) and reads the kernel log (C(journalctl -k),
-    else C(dmesg)) for Xid/SXid events, then judges GPU count, model, driver and CUDA version,
+    else C(dmesg)) for Xid/SXid events and GPUs the driver lost (fallen off the bus, RmInitAdapter
+    failed; logged with or without an Xid), then judges GPU count, model, driver and CUDA version,
     PCIe link, ECC errors, row remapping, retired pages, clock slowdown (throttle) reasons,
     temperature, persistence mode, fabric registration, NVLinks per GPU and Xids.
   - "GPU-NIC affinity (C(gpu.nic_affinity)): with O(hca_gpus), each HCA must be PIX or PXB to the
@@ -82,7 +83,7 @@ options:
     choices: [warn, fail]
     default: warn
   kernel_log:
-    description: Read the kernel log for Xid (GPU) and SXid (NVSwitch) events.
+    description: Read the kernel log for Xid (GPU) and SXid (NVSwitch) events and lost GPUs.
     type: bool
     default: true
   require_hardware:
