@@ -47,6 +47,8 @@ ERROR_COUNTERS = (
 # (OCI RoCE, 4 QPs), 92.4 of 100 (DeepOps CX-5, with a CPU frequency warning), 368.5 of 400 (CX-7
 # GPUDirect, 92.1%) and 192.5 of 200 (HDR loopback, 96%); 64b/66b encoding alone costs 3%.
 PERFTEST_EFFICIENCY_FLOOR = 0.90
+# Where a perftest run's buffers were: GPU memory (the GPUDirect RDMA path) or host memory.
+PERFTEST_MEMORY = ("gpu", "host")
 
 
 # Link layer names as the sources print them; expectations may be written in any case.
@@ -82,6 +84,12 @@ PERFTEST_KEYS = {
     "rate_gbps": Key(("float",), "the port's link rate in Gb/s"),
     "efficiency_floor": Key(
         ("float",), f"share of rate_gbps to reach (default {PERFTEST_EFFICIENCY_FLOOR})", requires=("rate_gbps",)
+    ),
+    "memory": Key(
+        ("str",),
+        "where the buffers must be: gpu (GPUDirect RDMA: ib_write_bw --use_cuda=N or --use_cuda_dmabuf, "
+        "seen by perftest's CUDA set-up lines) or host",
+        choices=PERFTEST_MEMORY,
     ),
 }
 
@@ -319,9 +327,39 @@ def best_bandwidth(runs) -> float:
     return max(run.bw_average_gbps for run in runs)
 
 
+def _memory_words(runs) -> str:
+    """ " on GPU memory (NVIDIA A40)" for runs whose buffers were GPU memory, else ""."""
+    gpus = sorted({run.gpu for run in runs if run.gpu})
+    return f" on GPU memory ({', '.join(gpus)})" if gpus else ""
+
+
+def judge_perftest_memory(runs, memory: str, check: str) -> CheckResult:
+    """Whether the runs' buffers were where expected: GPU memory (GPUDirect RDMA), which perftest's
+    CUDA set-up lines before a run's banner show, or host memory. A GPUDirect bandwidth measured on
+    host memory says nothing about the GPU-NIC path, so it is a fail, not a pass."""
+    if memory not in PERFTEST_MEMORY:
+        raise ValueError(f"memory: expected one of {', '.join(PERFTEST_MEMORY)}, got {memory!r}")
+    found = {run.settings.get("Device", f"run {n}"): run.gpu or "host" for n, run in enumerate(runs, start=1)}
+    if memory == "gpu":
+        host = sorted(device for device, where in found.items() if where == "host")
+        if host:
+            return result(
+                check, FAIL, found, "gpu",
+                f"expected GPU memory, found host memory on {', '.join(host)}: the output shows no CUDA "
+                "buffer (run ib_write_bw --use_cuda=N or --use_cuda_dmabuf; keep its CUDA lines in the log)",
+            )  # fmt: skip
+        gpus = ", ".join(sorted(set(found.values())))
+        return result(check, PASS, found, "gpu", f"GPU memory ({gpus}): GPUDirect RDMA")
+    gpu = sorted(device for device, where in found.items() if where != "host")
+    if gpu:
+        return result(check, FAIL, found, "host", f"expected host memory, found GPU memory on {', '.join(gpu)}")
+    return result(check, PASS, found, "host", "host memory")
+
+
 def judge_perftest(runs, expected: dict, check: str = "ib.write_bw") -> list[CheckResult]:
     """Average bandwidth of an ib_write_bw (or ib_read_bw, ib_send_bw: name the check) run against
-    expected["rate_gbps"] x efficiency floor."""
+    expected["rate_gbps"] x efficiency floor; with expected["memory"], also where its buffers were
+    (<check>_memory: "gpu" is the GPUDirect RDMA bandwidth of the rail)."""
     rate = expected.get("rate_gbps")
     floor = expected.get("efficiency_floor", PERFTEST_EFFICIENCY_FLOOR)
     if not runs:
@@ -329,14 +367,17 @@ def judge_perftest(runs, expected: dict, check: str = "ib.write_bw") -> list[Che
     best = best_bandwidth(runs)
     results = []
     refused = not_positive(expected, "rate_gbps")
+    memory = _memory_words(runs)
     if rate is None or refused:
         why = refused or "no expected rate"
-        results.append(result(check, SKIPPED, best, None, f"{best:.1f} Gb/s; {why}"))
+        results.append(result(check, SKIPPED, best, None, f"{best:.1f} Gb/s{memory}; {why}"))
     else:
         need = rate * floor
         status = PASS if best >= need else FAIL
-        message = f"{best:.1f} Gb/s = {best / rate:.0%} of {rate:g} Gb/s (floor {floor:.0%})"
+        message = f"{best:.1f} Gb/s{memory} = {best / rate:.0%} of {rate:g} Gb/s (floor {floor:.0%})"
         results.append(result(check, status, round(best, 2), round(need, 2), message))
+    if expected.get("memory"):
+        results.append(judge_perftest_memory(runs, expected["memory"], f"{check}_memory"))
     warnings = [w for run in runs for w in run.warnings]
     status = WARN if warnings else PASS
     results.append(result(f"{check}_warnings", status, warnings, [], "; ".join(warnings) or "no warnings"))

@@ -8,9 +8,17 @@ line in some versions), then a result table:
 
 Units are MB/sec unless --report_gbits; newer versions add "BW min[...]". Anything else inside the
 table region (e.g. "Conflicting CPU frequency values detected ...") is kept as a warning. A log
-with both server and client output holds two runs. A run that printed perftest's own error
-(" Completion with error at client", " Failed status 10: ...", "Couldn't ...") did not finish,
-even when rows came before it (a message-size sweep that broke at its next size): ToolFailed.
+with both server and client output holds two runs.
+
+GPU memory: with --use_cuda=N (or --use_cuda_dmabuf) perftest sets up CUDA before its banner
+("initializing CUDA", "[pid = 1, dev = 0] device name = [Tesla T4]", "cuMemAlloc() of a N bytes GPU
+buffer", "allocated GPU buffer address at ..."). A run after such lines has ``gpu`` set to the CUDA
+device's name: its buffers were GPU memory, the path GPUDirect RDMA takes. Without them the run used
+host memory (or its CUDA lines were cut from the log), and measured no GPUDirect.
+
+A run that printed perftest's own error (" Completion with error at client", " Failed status 10:
+...", "Couldn't ...") did not finish, even when rows came before it (a message-size sweep that broke
+at its next size): ToolFailed.
 Stdlib only.
 """
 
@@ -43,6 +51,7 @@ class PerftestRun:
     unit: str  # "MB/sec" or "Gb/sec"
     rows: tuple[PerftestRow, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    gpu: str | None = None  # the CUDA device whose memory held the buffers; None: host memory
 
     def gbps(self, value: float) -> float:
         """A bandwidth of this run in Gb/s.
@@ -67,6 +76,9 @@ _PER_QP = ("local address", "remote address", "GID:")  # one line per QP; not se
 _FAILED = re.compile(r"^\s*(?:[a-z_]+: )?(?:Couldn't |Unable to |Failed to |Completion with error)")
 _STATUS = re.compile(r"^\s*Failed status \d+")
 _SEPARATOR = re.compile(r"^\s*[-*]+\s*$")
+# perftest's CUDA set-up (src/cuda_memory.c) before a --use_cuda run's banner.
+_CUDA_DEVICE = re.compile(r"^\s*\[pid = \d+, dev = \d+\] device name = \[(?P<name>[^\]]*)\]")
+_CUDA_BUFFER = re.compile(r"^\s*(?:cuMemAlloc\(\) of a \d+ bytes GPU buffer|allocated GPU buffer address)")
 
 
 def parse_perftest(text: str, source: str = "perftest") -> tuple[PerftestRun, ...]:
@@ -77,18 +89,30 @@ def parse_perftest(text: str, source: str = "perftest") -> tuple[PerftestRun, ..
     columns = 0
     rows: list[PerftestRow] = []
     warnings: list[str] = []
+    cuda_device: str | None = None  # named by the CUDA set-up lines seen since the last banner
+    buffer_seen = False  # a GPU buffer was allocated since the last banner
+    gpu: str | None = None
 
     def close() -> None:
         if test is not None and unit is not None:
-            runs.append(PerftestRun(test, dict(settings), unit, tuple(rows), tuple(warnings)))
+            runs.append(PerftestRun(test, dict(settings), unit, tuple(rows), tuple(warnings), gpu))
 
     for number, raw in enumerate(text.replace("\r", "").splitlines(), start=1):
         line = raw.rstrip()
         if not line.strip():
             continue
+        if match := _CUDA_DEVICE.match(line):
+            cuda_device = match["name"].strip() or "GPU"
+            continue
+        if _CUDA_BUFFER.match(line):
+            cuda_device = cuda_device or "GPU"
+            buffer_seen = True
+            continue
         if match := _BANNER.match(line):
             close()
             test, settings, unit, rows, warnings = match["test"], {}, None, [], []
+            gpu, cuda_device = (cuda_device if buffer_seen else None), None
+            buffer_seen = False
         elif match := _TABLE.match(line):
             if test is None:
                 raise PerftestParseError("result table before any test banner", source=source, line=number)

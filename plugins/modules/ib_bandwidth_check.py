@@ -56,10 +56,30 @@ options:
     type: int
     default: 5
   extra_args:
-    description: More perftest arguments, appended as they are (for example C(--use_cuda=0)).
+    description: More perftest arguments, appended as they are.
     type: list
     elements: str
     default: []
+  use_cuda:
+    description:
+      - "GPUDirect RDMA: the CUDA device whose memory holds the buffers (C(--use_cuda=N)); on both
+        ends for a two-host run. The rail's own GPU is the one its HCA serves (the topology's
+        C(hca_gpus))."
+      - Set, the judge expects GPU memory unless O(memory) says otherwise.
+    type: int
+  use_cuda_dmabuf:
+    description: >-
+      Register the GPU buffers through dma-buf (C(--use_cuda_dmabuf)) instead of nvidia-peermem;
+      needs O(use_cuda).
+    type: bool
+    default: false
+  memory:
+    description:
+      - "Where the buffers must have been: C(gpu) (the run's output shows perftest's CUDA set-up)
+        or C(host). A C(gpu) expectation on a host-memory run is a fail: it measured no GPUDirect."
+      - Unset, C(gpu) when O(use_cuda) is set, else not judged.
+    type: str
+    choices: [gpu, host]
   rate_gbps:
     description: The port's link rate in Gb/s (400 NDR, 200 HDR, 100 EDR).
     type: float
@@ -143,7 +163,7 @@ from ansible.module_utils.perftest import parse_perftest
 from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, ToolFailed, failed_run, result, skipped
 
 # Options that are ib_judge.PERFTEST_KEYS, by the key they give.
-EXPECTATION_OPTIONS = {"rate_gbps": "rate_gbps", "efficiency_floor": "efficiency_floor"}
+EXPECTATION_OPTIONS = {"rate_gbps": "rate_gbps", "efficiency_floor": "efficiency_floor", "memory": "memory"}
 
 
 def build_module():
@@ -159,6 +179,9 @@ def build_module():
             qps=dict(type="int", default=1),
             duration=dict(type="int", default=5),
             extra_args=dict(type="list", elements="str", default=[]),
+            use_cuda=dict(type="int"),
+            use_cuda_dmabuf=dict(type="bool", default=False),
+            memory=dict(type="str", choices=["gpu", "host"]),
             rate_gbps=dict(type="float"),
             efficiency_floor=dict(type="float"),
             server_delay=dict(type="float", default=1.0),
@@ -172,7 +195,19 @@ def perftest_argv(program: str, params: dict) -> list:
     argv += ["-s", str(params["size"]), "-q", str(params["qps"]), "-D", str(params["duration"])]
     if params["gid_index"] is not None:
         argv += ["-x", str(params["gid_index"])]
+    if params.get("use_cuda") is not None:
+        argv.append(f"--use_cuda={params['use_cuda']}")
+        if params.get("use_cuda_dmabuf"):
+            argv.append("--use_cuda_dmabuf")
     return argv + list(params["extra_args"])
+
+
+def expectation(params: dict) -> dict:
+    """The ib_judge.PERFTEST_KEYS expectation of the options: memory is gpu when use_cuda is set."""
+    expected = {key: params[option] for option, key in EXPECTATION_OPTIONS.items()}
+    if expected["memory"] is None and params.get("use_cuda") is not None:
+        expected["memory"] = "gpu"
+    return {key: value for key, value in expected.items() if value is not None}
 
 
 def _renamed(results: list, device: str) -> list:
@@ -197,6 +232,8 @@ def _loopback(module, argv: list) -> tuple:
 
 def run_checks(module) -> tuple:
     params = module.params
+    if params["use_cuda_dmabuf"] and params["use_cuda"] is None:
+        module.fail_json(msg="use_cuda_dmabuf needs use_cuda: the CUDA device whose memory holds the buffers")
     device = params["device"]
     binary = f"ib_{params['test']}_bw"
     files = {binary: (f"{binary}.{device}.txt", f"{binary}.txt")}
@@ -240,10 +277,7 @@ def run_checks(module) -> tuple:
         return [exited or result(check, FAIL, None, f"{binary} result table", str(exc))], extra
     if exited:
         return [exited], extra
-    expected = {key: params[option] for option, key in EXPECTATION_OPTIONS.items()}
-    results = judge_perftest(
-        runs, {k: v for k, v in expected.items() if v is not None}, check=f"ib.{params['test']}_bw"
-    )
+    results = judge_perftest(runs, expectation(params), check=f"ib.{params['test']}_bw")
     extra["bandwidth_gbps"] = round(best_bandwidth(runs), 2)
     return _renamed(results, device), extra
 

@@ -19,7 +19,24 @@ TABLE = {
         1, "mlx5_0", "Ethernet", "1", "Gb/sec", (65536, 5000, 92.42, 92.40, 0.176230), 92.40, 1),
     "roce-400g-cx7-gpudirect-dmabuf-client-gardenlinux.txt": (
         1, "mlx5_0", "Ethernet", "1", "Gb/sec", (65536, 5000, 368.67, 368.48, 0.702829), 368.48, 0),
+    # Sweep (-a): the last row here; the best average (131072 bytes) is the one judged.
+    "roce-25g-t4-gpudirect-use-cuda-sweep-client-gpu-addon.txt": (
+        1, "mlx5_0", "Ethernet", "2", "Gb/sec", (8388608, 10000, 23.01, 22.99, 0.000343), 23.22, 0),
+    "roce-a40-gpudirect-dmabuf-16qp-client-nvidia-tools-image.txt": (
+        1, "mlx5_1", "Ethernet", "16", "Gb/sec", (65536, 10384867, 0.00, 181.46, 0.346100), 181.46, 0),
 }  # fmt: skip
+# Result rows of a run where not one (a sweep).
+ROWS = {"roce-25g-t4-gpudirect-use-cuda-sweep-client-gpu-addon.txt": 23}
+# The CUDA device whose memory a run used (perftest's CUDA set-up lines); None: host memory. The
+# gardenlinux client ran with --use_cuda_dmabuf, but its author published it without those lines.
+GPU = {
+    "ib-loopback-8m-mb-per-sec-server-and-client-superbench.txt": None,
+    "roce-100g-4qp-rdma-cm-client-oci.txt": None,
+    "roce-100g-cx5-rdma-cm-client-cpufreq-warning-deepops.txt": None,
+    "roce-400g-cx7-gpudirect-dmabuf-client-gardenlinux.txt": None,
+    "roce-25g-t4-gpudirect-use-cuda-sweep-client-gpu-addon.txt": "Tesla T4",
+    "roce-a40-gpudirect-dmabuf-16qp-client-nvidia-tools-image.txt": "NVIDIA A40",
+}
 
 # (expected link rate Gb/s, bandwidth verdict, warnings verdict)
 JUDGED = {
@@ -27,6 +44,9 @@ JUDGED = {
     "roce-100g-4qp-rdma-cm-client-oci.txt": (100, PASS, PASS),
     "roce-100g-cx5-rdma-cm-client-cpufreq-warning-deepops.txt": (100, PASS, WARN),
     "roce-400g-cx7-gpudirect-dmabuf-client-gardenlinux.txt": (400, PASS, PASS),
+    "roce-25g-t4-gpudirect-use-cuda-sweep-client-gpu-addon.txt": (25, PASS, PASS),
+    # The log prints no link rate; 200 Gb/s is the test's assumption (181.46 is 91% of it).
+    "roce-a40-gpudirect-dmabuf-16qp-client-nvidia-tools-image.txt": (200, PASS, PASS),
 }
 
 
@@ -51,7 +71,7 @@ ABORTED_RUNS = {
 
 def test_tables_cover_every_fixture():
     assert set(TABLE) | set(FAILED_RUNS) | set(ABORTED_RUNS) == names(KIND)
-    assert set(TABLE) == set(JUDGED)
+    assert set(TABLE) == set(JUDGED) == set(GPU)
 
 
 @pytest.mark.parametrize("name", sorted(ABORTED_RUNS))
@@ -94,7 +114,8 @@ def test_parse(name: str):
     assert run.test == "RDMA_Write BW Test"
     assert (run.settings["Device"], run.settings["Link type"], run.settings["Number of qps"]) == (device, link, qps)
     assert run.unit == unit
-    (got,) = run.rows
+    assert len(run.rows) == ROWS.get(name, 1)
+    got = run.rows[-1]
     assert (got.bytes, got.iterations, got.bw_peak, got.bw_average, got.msg_rate_mpps) == pytest.approx(row)
     assert run.bw_average_gbps == pytest.approx(gbps, abs=0.01)
     assert len(run.warnings) == warnings
@@ -121,6 +142,36 @@ def test_judge_fails_a_port_running_at_a_lower_rate():
     runs = parse_perftest(load(KIND, "roce-100g-4qp-rdma-cm-client-oci.txt"))
     (bw, _) = ib_judge.judge_perftest(runs, {"rate_gbps": 200})
     assert bw.status == FAIL and bw.expected == 180.0
+
+
+@pytest.mark.parametrize("name", sorted(GPU))
+def test_gpu_memory_is_read_from_perftests_cuda_lines(name: str):
+    assert {run.gpu for run in parse_perftest(load(KIND, name))} == {GPU[name]}
+
+
+@pytest.mark.parametrize("name", sorted(GPU))
+def test_gpudirect_expectation_passes_gpu_memory_only(name: str):
+    """memory=gpu: a run on host memory (or whose CUDA lines were cut from the log) is a fail, even
+    at line rate: it measured the NIC, not the GPU-NIC path GPUDirect RDMA takes."""
+    rate = JUDGED[name][0]
+    runs = parse_perftest(load(KIND, name))
+    results = {r.check: r for r in ib_judge.judge_perftest(runs, {"rate_gbps": rate, "memory": "gpu"})}
+    memory = results["ib.write_bw_memory"]
+    assert memory.status == (PASS if GPU[name] else FAIL)
+    if GPU[name]:
+        assert GPU[name] in memory.message and f"on GPU memory ({GPU[name]})" in results["ib.write_bw"].message
+    else:
+        assert memory.message.startswith("expected GPU memory, found host memory on ")
+    host = {r.check: r.status for r in ib_judge.judge_perftest(parse_perftest(load(KIND, name)), {"memory": "host"})}
+    assert host["ib.write_bw_memory"] == (FAIL if GPU[name] else PASS)
+
+
+def test_a_gpudirect_rail_below_line_rate_fails_naming_the_gpu():
+    # The T4 rail reaches 23.2 Gb/s: a pass at 25 Gb/s, a fail if the rail were 100 Gb/s.
+    runs = parse_perftest(load(KIND, "roce-25g-t4-gpudirect-use-cuda-sweep-client-gpu-addon.txt"))
+    bandwidth, memory, _ = ib_judge.judge_perftest(runs, {"rate_gbps": 100, "memory": "gpu"})
+    assert (bandwidth.status, memory.status) == (FAIL, PASS)
+    assert bandwidth.message == "23.2 Gb/s on GPU memory (Tesla T4) = 23% of 100 Gb/s (floor 90%)"
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,7 @@ def test_expectation_options_have_the_keys_types(name: str):
         assert spec[option].get("type", "str") in TABLES[name][key].types, f"{name}: {option} is not {key}'s type"
 
 
-@pytest.mark.parametrize("name", ["gpu_check", "ib_check", "nccl_check"])
+@pytest.mark.parametrize("name", ["gpu_check", "ib_check", "ib_bandwidth_check", "nccl_check"])
 def test_a_modules_expectation_holds_only_its_judges_keys(name: str):
     module = load_module(name)
     keys = {option: TABLES[name].get(key) for option, key in module.EXPECTATION_OPTIONS.items()}

@@ -101,3 +101,31 @@ def test_replay_without_recording_is_no_hardware(node, run, tmp_path):
     done = run("ib_bandwidth_check", {"device": "mlx5_0", "replay_dir": str(tmp_path)}, check_mode=True)
     assert done.checks["ib.write_bw.mlx5_0"]["message"] == "skipped: no hardware"
     assert done.result["changed"] is False
+
+
+T4_GPUDIRECT = load(KIND, "roce-25g-t4-gpudirect-use-cuda-sweep-client-gpu-addon.txt")
+
+
+def test_gpudirect_rail_runs_on_gpu_memory_and_judges_it(node, run, ib):
+    """use_cuda adds --use_cuda=N and expects GPU memory: the T4 client passes; the same options on a
+    host-memory output (the CX7 log, its CUDA lines cut) fail the memory check though 368 Gb/s is line rate."""
+    node.programs = {"ib_write_bw"}
+    node.outputs = {"ib_write_bw": (0, T4_GPUDIRECT, "")}
+    args = {"device": "mlx5_0", "server": "gpu02", "use_cuda": 0, "use_cuda_dmabuf": True, "rate_gbps": 25}
+    args["sysfs_root"] = str(ib)
+    done = run("ib_bandwidth_check", args)
+    (client,) = node.calls
+    assert client[-3:] == ["--use_cuda=0", "--use_cuda_dmabuf", "gpu02"]
+    assert (done.status("ib.write_bw.mlx5_0"), done.status("ib.write_bw_memory.mlx5_0")) == ("pass", "pass")
+    node.calls.clear()
+    node.outputs = {"ib_write_bw": (0, CX7, "")}
+    done = run("ib_bandwidth_check", {**args, "rate_gbps": 400})
+    assert (done.status("ib.write_bw.mlx5_0"), done.status("ib.write_bw_memory.mlx5_0")) == ("pass", "fail")
+    assert done.failed
+
+
+def test_dmabuf_without_a_cuda_device_is_refused(node, run, ib):
+    node.programs = {"ib_write_bw"}
+    done = run("ib_bandwidth_check", {"device": "mlx5_0", "use_cuda_dmabuf": True, "sysfs_root": str(ib)})
+    assert done.failed and "use_cuda_dmabuf needs use_cuda" in done.result["msg"]
+    assert node.calls == []
