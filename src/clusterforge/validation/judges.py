@@ -183,6 +183,14 @@ KINDS = {
         (("cabling_judge", "CABLING_KEYS"),),
         "cabling.discover",
     ),
+    "mlxconfig": Kind(
+        "mlxconfig",
+        "parse_mlxconfig",
+        "mlxconfig -d <dev> q (or mstconfig; -e adds the Current column)",
+        lambda parsed, expected: [load("mlxconfig_judge").judge_mlxconfig(parsed, expected)],
+        (("mlxconfig_judge", "MLXCONFIG_KEYS"),),
+        "rdma.mlxconfig",
+    ),
     "dcgmi": Kind(
         "dcgmi",
         "parse_dcgmi_diag",
