@@ -191,6 +191,14 @@ KINDS = {
         (("mlxconfig_judge", "MLXCONFIG_KEYS"),),
         "rdma.mlxconfig",
     ),
+    "lspci-acs": Kind(
+        "lspci",
+        "parse_lspci",
+        "lspci -vvv (as root; with lspci -tv appended where the blocks lack the bus tree)",
+        lambda parsed, expected: [load("acs_judge").judge_acs(parsed, expected)],
+        (("acs_judge", "ACS_KEYS"),),
+        "pcie.acs",
+    ),
     "dcgmi": Kind(
         "dcgmi",
         "parse_dcgmi_diag",
