@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from ansible.module_utils import (
     dcgmi,
+    gpudirect_host,
     ibnetdiscover,
     ibstat,
     ibv_devinfo,
@@ -36,6 +37,8 @@ PARSERS = {
     "ibv_devinfo": ibv_devinfo.parse_ibv_devinfo,
     "mlxconfig_q": mlxconfig.parse_mlxconfig,
     "lspci_vvv": lspci.parse_lspci,
+    "lsmod": gpudirect_host.parse_lsmod,
+    "kernel_log_peermem": gpudirect_host.parse_peermem_log,
     "nccl_all_reduce_perf": nccl_tests.parse_nccl_tests,
     "nvidia-smi_query": nvidia_smi.parse_query,
     "nvidia-smi_topo": nvidia_topo.parse_topo_matrix,
@@ -53,7 +56,7 @@ SAME_PROGRAM = {
     "nvidia-smi_xml": {"nvidia-smi_topo"},
 }
 # A kernel log may hold any line, so another command's output is a log without events.
-FINDS_NOTHING_IN_OTHER_TEXT = {"kernel_log_xid"}
+FINDS_NOTHING_IN_OTHER_TEXT = {"kernel_log_xid", "kernel_log_peermem"}
 
 ALL = [(kind, path) for kind in sorted(PARSERS) for path in fixture_files(kind)]
 
