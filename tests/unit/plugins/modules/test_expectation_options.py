@@ -5,7 +5,15 @@ expectation a module builds holds only keys of those tables, with values of thei
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils import cabling_judge, gpu_judge, ib_judge, nccl_judge
+from ansible.module_utils import (
+    acs_judge,
+    cabling_judge,
+    gpu_judge,
+    gpudirect_host,
+    ib_judge,
+    mlxconfig_judge,
+    nccl_judge,
+)
 from ansible.module_utils.expectation_keys import validate
 
 from .conftest import load_module
@@ -17,6 +25,12 @@ TABLES = {
     "ib_bandwidth_check": ib_judge.PERFTEST_KEYS,
     "nccl_check": nccl_judge.NCCL_KEYS,
     "cabling_check": cabling_judge.CABLING_KEYS,
+    "gpudirect_check": {
+        **acs_judge.ACS_KEYS,
+        **mlxconfig_judge.MLXCONFIG_KEYS,
+        **gpudirect_host.PEERMEM_KEYS,
+        **gpudirect_host.IOMMU_KEYS,
+    },
 }
 # A value of each Ansible option type, for a module's every option set at once.
 SAMPLES = {"int": 2, "float": 1.5, "bool": True, "str": "x", "path": "/x", "list": ["mlx5_0"], "dict": {"mlx5_0": 400}}
@@ -36,7 +50,7 @@ def test_expectation_options_have_the_keys_types(name: str):
         assert spec[option].get("type", "str") in TABLES[name][key].types, f"{name}: {option} is not {key}'s type"
 
 
-@pytest.mark.parametrize("name", ["gpu_check", "ib_check", "ib_bandwidth_check", "nccl_check"])
+@pytest.mark.parametrize("name", ["gpu_check", "ib_check", "ib_bandwidth_check", "nccl_check", "gpudirect_check"])
 def test_a_modules_expectation_holds_only_its_judges_keys(name: str):
     module = load_module(name)
     keys = {option: TABLES[name].get(key) for option, key in module.EXPECTATION_OPTIONS.items()}

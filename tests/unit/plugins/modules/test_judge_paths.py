@@ -121,6 +121,26 @@ def _perftest(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> 
     return "ib_bandwidth_check", {**args, "sysfs_root": str(setup.tmp / "infiniband")}
 
 
+def _gpudirect(tool: str, argv: str) -> Callable[[Node, Setup, str, dict[str, Any]], tuple[str, dict[str, Any]]]:
+    """gpudirect_check on a GPU node with one RDMA device, only `tool` installed, printing the recording."""
+
+    def module(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        node.programs = {tool}
+        node.outputs = {argv: (0, text, "")}
+        if tool == "lspci":  # the module appends lspci -tv; the recording holds whatever tree there is
+            node.outputs["lspci -tv"] = (0, "", "")
+        device = setup.tmp / "infiniband" / "mlx5_0"
+        device.mkdir(parents=True)
+        (setup.tmp / "pci-link" / "0000:18:00.0").mkdir(parents=True)
+        (device / "device").symlink_to(setup.tmp / "pci-link" / "0000:18:00.0")
+        absent = str(setup.tmp / "absent")
+        files = {"cmdline_path": absent, "numa_balancing_path": absent, "iommu_root": absent}
+        args = {"sysfs_root": str(setup.tmp / "infiniband"), "pci_root": setup.pci_root, **files}
+        return "gpudirect_check", {**args, **expected}
+
+    return module
+
+
 def _nccl_expected(text: str) -> dict[str, Any]:
     """NVLink 3 within a node, 8 rails of HDR between nodes, over as many nodes as the ranks name."""
     verdicts = judges.load("verdicts")
@@ -204,6 +224,30 @@ ROUTES = {
         "cabling.output",
     ),
 }
+ROUTES.update(
+    {
+        "lspci_vvv": Route(
+            "lspci-acs", lambda text: {}, _gpudirect("lspci", "lspci -vvv"), _only("pcie.acs"), "pcie.acs"
+        ),
+        "mlxconfig_q": Route(
+            "mlxconfig",
+            lambda text: {"mlxconfig": {"LINK_TYPE_P1": "IB"}},
+            _gpudirect("mlxconfig", "mlxconfig -d 0000:18:00.0 q"),
+            _only("rdma.mlxconfig"),
+            "rdma.mlxconfig",
+        ),
+        "lsmod": Route(
+            "lsmod", lambda text: {}, _gpudirect("lsmod", "lsmod"), _only("gpudirect.peermem"), "gpudirect.peermem"
+        ),
+        "kernel_log_peermem": Route(
+            "peermem-log",
+            lambda text: {},
+            _gpudirect("journalctl", "journalctl -k -b --no-pager"),
+            _only("gpudirect.peermem_log"),
+            "gpudirect.peermem_log",
+        ),
+    }
+)
 # Outputs no node module reads yet: the controller judges them alone.
 NO_MODULE = {"dcgmi_diag": "no module runs dcgmi diag"}
 
