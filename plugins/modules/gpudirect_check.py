@@ -211,7 +211,7 @@ def _judged(check: str, tools: Tools, key: str, argv: list, parse, judge) -> obj
     """One tool's output parsed and judged; a missing tool skips, its own failure fails."""
     outcome = tools.run(key, argv)
     if outcome is None:
-        return skipped(check, f"skipped: {argv[0]} not found")
+        return skipped(check, f"skipped: no recording of {key}" if tools.replaying else f"skipped: {argv[0]} not found")
     try:
         return judge(parse(outcome.stdout, source=" ".join(argv)))
     except ToolFailed as exc:
@@ -261,7 +261,8 @@ def _kernel_log(tools: Tools) -> object:
     if outcome is None or (outcome.rc != 0 and not tools.replaying):
         outcome = tools.run("kernel_log", ["dmesg"])
     if outcome is None:
-        return skipped("gpudirect.peermem_log", "skipped: neither journalctl nor dmesg found")
+        reason = "no recording of kernel_log" if tools.replaying else "neither journalctl nor dmesg found"
+        return skipped("gpudirect.peermem_log", f"skipped: {reason}")
     return judge_peermem_log(parse_peermem_log(outcome.stdout), {})
 
 
@@ -283,6 +284,8 @@ def run_checks(module) -> tuple:
     tools = Tools(module, REPLAY_FILES, params["replay_dir"], params["replay"], params["timeout"])
     extra = {"source": "replay" if tools.replaying else "live", "notes": tools.notes}
     expected = expectation(params)
+    if tools.replaying and not any(tools.recording(key) for key in REPLAY_FILES):
+        return [absent("gpudirect.present", NO_HARDWARE, expected or None, params["require_hardware"])], extra
     if not tools.replaying:
         rdma = os.path.isdir(params["sysfs_root"]) and os.listdir(params["sysfs_root"])
         gpus = nvidia_gpus_on_pci(params["pci_root"])

@@ -93,3 +93,8 @@ def test_replay_judges_recordings(node, run, tmp_path):
         "replay", "fail", "fail"
     )  # fmt: skip
     assert done.status("pcie.acs") == "skipped" and node.calls == []
+
+
+def test_replay_without_any_recording_is_no_hardware(node, run, tmp_path):
+    done = run("gpudirect_check", {"replay_dir": str(tmp_path)})
+    assert done.checks["gpudirect.present"]["message"] == "skipped: no hardware"
