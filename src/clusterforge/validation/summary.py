@@ -101,11 +101,22 @@ def _noun(check: str) -> str:
     return UNIT_NAMES.get(check.split(".", 1)[0], "values")
 
 
+def _acs_pairs(pairs: dict[str, Any]) -> str:
+    """pcie.acs: the GPU-NIC pairs whose path has a port redirecting (and the port), else how many were clean."""
+    bad = [f"{pair} at {', '.join(v['redirecting'])}" for pair, v in pairs.items() if v and v.get("redirecting")]
+    if bad:
+        return f"{len(bad)}/{len(pairs)} GPU-NIC pairs redirected: {'; '.join(bad)}"
+    dark = sum(1 for v in pairs.values() if v and v.get("unknown"))
+    return f"{len(pairs)} GPU-NIC pairs, none redirected" + (f" ({dark} with ports of unknown ACS)" if dark else "")
+
+
 def summarize(check: str, measured: Any, limit: int = MAX_CHARS) -> str:
     """measured in a few words, at most limit characters; NONE for a value that is not there."""
     if measured is None or measured == "" or measured == {}:
         return NONE
-    if isinstance(measured, dict):
+    if check.split(".")[:2] == ["pcie", "acs"] and isinstance(measured, dict):
+        text = _acs_pairs(measured)
+    elif isinstance(measured, dict):
         text = _table(check, measured)
     elif isinstance(measured, list):
         if not measured:

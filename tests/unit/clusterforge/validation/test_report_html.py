@@ -168,6 +168,23 @@ def test_summaries_of_each_shape():
     assert cut("abc", 3) == "abc" and cut("abcd", 3) == "ab\u2026"
 
 
+def test_the_acs_summary_names_the_redirected_pair_and_port():
+    """pcie.acs on the real rccl#547 tree, the ACS block moved to the switch port (as in test_acs.py)."""
+    from tests.unit.plugins.module_utils.samples import load  # noqa: I001 (first: it puts module_utils on the path)
+    from ansible.module_utils.acs_judge import judge_acs
+    from ansible.module_utils.lspci import parse_lspci
+
+    text = load("lspci_vvv", "amd-mi100-connectx6-pmc-switch-root-port-acs-vvv-excerpt-and-tv-rccl-547.txt")
+    bad = judge_acs(parse_lspci(text.replace("40:01.1 PCI bridge", "44:01.0 PCI bridge")), {})
+    assert summarize(bad.check, bad.measured, 200) == (
+        "1/2 GPU-NIC pairs redirected: 0000:45:00.0-0000:4a:00.0 at 0000:44:01.0"
+    )
+    unknown = judge_acs(parse_lspci(text), {})
+    assert (
+        summarize(unknown.check, unknown.measured) == "2 GPU-NIC pairs, none redirected (2 with ports of unknown ACS)"
+    )
+
+
 def test_junit_and_json_carry_the_summary(run_dir, tmp_path):
     written = report.write_report(report.load_run(run_dir), tmp_path / "out")
     root = ET.parse(written["junit"]).getroot()
