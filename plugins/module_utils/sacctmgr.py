@@ -21,7 +21,7 @@ TITLES = {
     "Account": "Account",
     "User": "User",
     "Partition": "Partition",
-    "ParentName": "Par Name",
+    "ParentName": "ParentName",
     "Share": "Share",
     "GrpTRES": "GrpTRES",
     "MaxTRES": "MaxTRES",

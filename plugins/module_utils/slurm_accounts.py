@@ -33,11 +33,11 @@ class Field:
 
     show: str
     set: str
-    kind: str  # int, share, float, text, list, mode, tres, duration
+    kind: str  # int, share, float, text, lower (text sacctmgr lower-cases), list, mode, tres, duration
 
 
 QOS_FIELDS = {
-    "description": Field("Description", "Description", "text"),
+    "description": Field("Description", "Description", "lower"),
     "priority": Field("Priority", "Priority", "int"),
     "preempt": Field("Preempt", "Preempt", "list"),
     "preempt_mode": Field("PreemptMode", "PreemptMode", "mode"),
@@ -56,9 +56,10 @@ ASSOC_FIELDS = {
     "qos": Field("QOS", "QOS", "list"),
     "default_qos": Field("DefaultQOS", "DefaultQOS", "text"),
 }
+# sacctmgr stores descriptions and organizations in lower case: they compare without case.
 ACCOUNT_RECORD_FIELDS = {
-    "description": Field("Description", "Description", "text"),
-    "organization": Field("Organization", "Organization", "text"),
+    "description": Field("Description", "Description", "lower"),
+    "organization": Field("Organization", "Organization", "lower"),
 }
 ACCOUNT_KEYS = {"name", "state", "parent", *ACCOUNT_RECORD_FIELDS, *ASSOC_FIELDS}
 USER_KEYS = {"name", "state", "accounts", "default_account", *ASSOC_FIELDS}
@@ -162,7 +163,7 @@ def _check_value(where: str, key: str, kind: str, value) -> None:
     elif kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             bad = "a number of 0 or more"
-    elif kind == "text":
+    elif kind in ("text", "lower"):
         if not isinstance(value, str) or not value or "|" in value or "\n" in value:
             bad = "a non-empty one-line text without '|'"
     elif kind == "list":
@@ -244,7 +245,7 @@ def same(kind: str, wanted, current: str) -> bool:
         )
     if kind == "float":
         return current != "" and abs(float(current) - float(wanted)) < 1e-6
-    if kind in ("share", "mode"):
+    if kind in ("share", "mode", "lower"):
         return str(wanted).lower() == current.lower()
     return str(wanted) == current
 

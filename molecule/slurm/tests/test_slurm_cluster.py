@@ -81,3 +81,55 @@ def test_a_step_gets_the_node_s_gpus_typed_or_not(ctl, node, cluster_idle, gres)
     request = gres.format(model="fake_gpu", count=count)  # the gres type Slurm knows the model by
     visible = ctl.check_output(f"srun --nodes=1 --time=1 --gres={request} printenv CUDA_VISIBLE_DEVICES")
     assert visible == ",".join(str(n) for n in range(count))
+
+
+# --- accounts, users and QoS (roles/slurm_accounts; verify_accounts.yml changes and removes them) ---
+
+
+def _sacctmgr(ctl, *args: str) -> list[list[str]]:
+    return [line.split("|") for line in ctl.check_output("sacctmgr --noheader --parsable2 " + " ".join(args)).splitlines()]
+
+
+def _cluster(ctl) -> str:
+    return re.search(r"(?m)^ClusterName\s*=\s*(\S+)", ctl.check_output("scontrol show config")).group(1)
+
+
+def test_the_declared_qos_are_in_the_database_with_their_limits(ctl, node):
+    inputs = node(CONTROLLER)[1]
+    shown = {row[0]: row[1:] for row in _sacctmgr(ctl, "show qos format=Name,Priority,Preempt,PreemptMode,MaxTRESPerUser")}
+    for qos in inputs["slurm_accounts_qos"]:
+        priority, preempt, mode, per_user = shown[qos["name"]]
+        assert int(priority) == qos["priority"]
+        assert preempt.split(",") == qos.get("preempt", [""])
+        assert mode == qos.get("preempt_mode", "cluster")
+        assert per_user == ",".join(f"{k}={v}" for k, v in qos.get("max_tres_per_user", {}).items())
+
+
+def test_the_declared_accounts_and_users_are_associations_of_the_cluster(ctl, node):
+    inputs = node(CONTROLLER)[1]
+    rows = _sacctmgr(ctl, f"show assoc where cluster={_cluster(ctl)} format=Account,User,ParentName,Share,GrpTRES,MaxTRES")
+    accounts = {account: rest for account, user, *rest in rows if user == ""}
+    for account in inputs["slurm_accounts_accounts"]:
+        parent, share, grp, max_per_job = accounts[account["name"]]
+        assert parent == account.get("parent", "root")
+        assert int(share) == account["fairshare"]
+        assert grp == ",".join(f"{k}={v}" for k, v in account.get("grp_tres", {}).items())
+        assert max_per_job == ",".join(f"{k}={v}" for k, v in account.get("max_tres_per_job", {}).items())
+    users = sorted((user, account) for account, user, *_ in rows if user not in ("", "root"))
+    declared = sorted((user["name"], account) for user in inputs["slurm_accounts_users"] for account in user["accounts"])
+    assert users == declared
+    defaults = dict(_sacctmgr(ctl, "show user format=User,DefaultAccount"))
+    for user in inputs["slurm_accounts_users"]:
+        assert defaults[user["name"]] == user["accounts"][0]
+
+
+def test_slurm_conf_enforces_the_limits_and_preempts_by_qos(ctl):
+    config = dict(
+        (key.strip(), value.strip())
+        for key, _, value in (line.partition("=") for line in ctl.check_output("scontrol show config").splitlines())
+    )
+    assert config["AccountingStorageEnforce"] == "associations,limits,qos"
+    assert "gres/gpu" in config["AccountingStorageTRES"].split(",")
+    assert config["PreemptType"] == "preempt/qos"
+    assert config["PreemptMode"] == "REQUEUE"
+    assert config["PriorityType"] == "priority/multifactor"
