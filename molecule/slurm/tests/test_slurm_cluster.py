@@ -87,7 +87,9 @@ def test_a_step_gets_the_node_s_gpus_typed_or_not(ctl, node, cluster_idle, gres)
 
 
 def _sacctmgr(ctl, *args: str) -> list[list[str]]:
-    return [line.split("|") for line in ctl.check_output("sacctmgr --noheader --parsable2 " + " ".join(args)).splitlines()]
+    return [
+        line.split("|") for line in ctl.check_output("sacctmgr --noheader --parsable2 " + " ".join(args)).splitlines()
+    ]
 
 
 def _cluster(ctl) -> str:
@@ -96,7 +98,9 @@ def _cluster(ctl) -> str:
 
 def test_the_declared_qos_are_in_the_database_with_their_limits(ctl, node):
     inputs = node(CONTROLLER)[1]
-    shown = {row[0]: row[1:] for row in _sacctmgr(ctl, "show qos format=Name,Priority,Preempt,PreemptMode,MaxTRESPerUser")}
+    shown = {
+        row[0]: row[1:] for row in _sacctmgr(ctl, "show qos format=Name,Priority,Preempt,PreemptMode,MaxTRESPerUser")
+    }
     for qos in inputs["slurm_accounts_qos"]:
         priority, preempt, mode, per_user = shown[qos["name"]]
         assert int(priority) == qos["priority"]
@@ -107,7 +111,9 @@ def test_the_declared_qos_are_in_the_database_with_their_limits(ctl, node):
 
 def test_the_declared_accounts_and_users_are_associations_of_the_cluster(ctl, node):
     inputs = node(CONTROLLER)[1]
-    rows = _sacctmgr(ctl, f"show assoc where cluster={_cluster(ctl)} format=Account,User,ParentName,Share,GrpTRES,MaxTRES")
+    rows = _sacctmgr(
+        ctl, f"show assoc where cluster={_cluster(ctl)} format=Account,User,ParentName,Share,GrpTRES,MaxTRES"
+    )
     accounts = {account: rest for account, user, *rest in rows if user == ""}
     for account in inputs["slurm_accounts_accounts"]:
         parent, share, grp, max_per_job = accounts[account["name"]]
@@ -116,7 +122,9 @@ def test_the_declared_accounts_and_users_are_associations_of_the_cluster(ctl, no
         assert grp == ",".join(f"{k}={v}" for k, v in account.get("grp_tres", {}).items())
         assert max_per_job == ",".join(f"{k}={v}" for k, v in account.get("max_tres_per_job", {}).items())
     users = sorted((user, account) for account, user, *_ in rows if user not in ("", "root"))
-    declared = sorted((user["name"], account) for user in inputs["slurm_accounts_users"] for account in user["accounts"])
+    declared = sorted(
+        (user["name"], account) for user in inputs["slurm_accounts_users"] for account in user["accounts"]
+    )
     assert users == declared
     defaults = dict(_sacctmgr(ctl, "show user format=User,DefaultAccount"))
     for user in inputs["slurm_accounts_users"]:

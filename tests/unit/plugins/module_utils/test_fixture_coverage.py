@@ -23,6 +23,7 @@ from ansible.module_utils import (
     nvidia_smi,
     nvidia_topo,
     perftest,
+    sacctmgr,
     xid,
 )
 from ansible.module_utils.verdicts import ParseError, ToolFailed
@@ -44,6 +45,8 @@ PARSERS = {
     "nvidia-smi_topo": nvidia_topo.parse_topo_matrix,
     "nvidia-smi_xml": nvidia_smi.parse_query_xml,
     "kernel_log_xid": xid.parse_kernel_log,
+    "sacctmgr": sacctmgr.parse_any_table,
+    "squeue": sacctmgr.parse_squeue,
 }
 
 # parse_query reads both formats of `nvidia-smi -q` (text and -x XML): the same command.

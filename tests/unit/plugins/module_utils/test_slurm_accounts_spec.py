@@ -85,10 +85,16 @@ def test_rendered_values_reset_what_the_declaration_leaves_out():
         ({"qos": [{"name": "low", "prio": 1}]}, r"^qos\[0\] \(low\): unknown fields \['prio'\]"),
         ({"qos": [{"name": "low"}, {"name": "low"}]}, r"^qos\[1\] \(low\): declared twice"),
         ({"qos": [{"name": "low", "state": "gone"}]}, r"state: expected present or absent"),
-        ({"qos": [{"name": "low", "preempt_mode": "kill"}]}, r"^qos\[0\] \(low\)\.preempt_mode: expected one of cluster"),
+        (
+            {"qos": [{"name": "low", "preempt_mode": "kill"}]},
+            r"^qos\[0\] \(low\)\.preempt_mode: expected one of cluster",
+        ),
         ({"qos": [{"name": "low", "usage_factor": "half"}]}, r"usage_factor: expected a number"),
         ({"qos": [{"name": "low", "max_wall": "a week"}]}, r"max_wall: expected a Slurm duration"),
-        ({"accounts": [{"name": "ml", "grp_tres": {"gres/gpu": "two"}}]}, r"^accounts\[0\] \(ml\)\.grp_tres: expected a mapping"),
+        (
+            {"accounts": [{"name": "ml", "grp_tres": {"gres/gpu": "two"}}]},
+            r"^accounts\[0\] \(ml\)\.grp_tres: expected a mapping",
+        ),
         ({"accounts": [{"name": "ml", "grp_tres": "gres/gpu=2"}]}, r"grp_tres: expected a mapping of TRES name"),
         ({"accounts": [{"name": "ml", "fairshare": -3}]}, r"fairshare: expected a whole number of shares or 'parent'"),
         ({"accounts": [{"name": "ml", "description": "a|b"}]}, r"description: expected a non-empty one-line text"),
