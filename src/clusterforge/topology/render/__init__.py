@@ -1,5 +1,5 @@
-"""Files derived from a topology: Slurm topology, NCCL settings, Kubernetes labels, the
-cabling plan, the bill of materials, a static Ansible inventory and the summary.
+"""Files derived from a topology: Slurm topology, NCCL settings, Kubernetes labels, a
+PyTorchJob per GPU node type, the cabling plan, the bill of materials, a static Ansible inventory and the summary.
 
 Each module is a pure function of the ClusterPlan; `files(plan)` gives every output as
 {relative path: text} and `write_all` writes them with clusterforge.safe_write. The cabling plan, the BOM and the
@@ -12,9 +12,9 @@ from pathlib import Path
 
 from clusterforge.safe_write import write_tree
 from clusterforge.topology import ClusterPlan
-from clusterforge.topology.render import bom, cabling, k8s_labels, nccl, slurm, static_inventory
+from clusterforge.topology.render import bom, cabling, k8s_labels, nccl, pytorchjob, slurm, static_inventory
 
-RENDERERS = (slurm, nccl, k8s_labels, cabling, bom, static_inventory)
+RENDERERS = (slurm, nccl, k8s_labels, pytorchjob, cabling, bom, static_inventory)
 
 
 def files(plan: ClusterPlan) -> dict[str, str]:
