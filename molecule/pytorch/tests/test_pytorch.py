@@ -150,3 +150,66 @@ def test_the_acceptance_job_loses_a_rank_resumes_and_ends_with_the_uninterrupted
     )
     assert verdict.status == "pass", verdict.message
     assert verdict.check == "training.smoke"
+
+
+# torchrun.sbatch as converge rendered it for Debian's torch (no libuv: the c10d rendezvous on a
+# FileStore), run for real without Slurm. `srun` is a clusterforge STAND-IN written below (it starts
+# its command once per node of SLURM_NNODES, both on this host, as two torchrun agents); torchrun,
+# torch, the rendezvous and ddp_smoke.py are real. An uninterrupted job, then one whose rank 1 kills
+# itself before step 13: torchrun restarts the workers, which resume from step 10's checkpoint.
+TORCHRUN_JOB = r"""
+set -u
+work=$(mktemp -d)
+mkdir "$work/bin"
+cat > "$work/bin/srun" <<'EOF'
+#!/bin/bash
+# clusterforge test STAND-IN for Slurm's srun: the command once per node of SLURM_NNODES, all on
+# this host, with each task's SLURM_NODEID and SLURM_PROCID; fails when a task fails.
+while [[ $1 == --* ]]; do shift; done
+pids=()
+for ((n = 0; n < SLURM_NNODES; n++)); do
+  SLURM_NODEID=$n SLURM_PROCID=$n "$@" &
+  pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+exit $rc
+EOF
+chmod 755 "$work/bin/srun"
+job() {
+  id=$1; shift
+  env PATH="$work/bin:$PATH" LOGLEVEL=INFO SLURM_JOB_ID=$id SLURM_JOB_NAME=torchrun SLURM_NNODES=2 \
+    CHECKPOINT_DIR="$work/job-$id" timeout 300 bash /opt/clusterforge/distribution-examples/torchrun.sbatch \
+    --steps 30 --checkpoint-every 5 --timeout 20 --result-dir "$work/result-$id" "$@" > "$work/log-$id" 2>&1
+  echo "job $id rc=$?"
+}
+job 101
+job 102 --kill-rank 1 --kill-at-step 13
+for f in "$work"/result-101/rank-0.json "$work"/result-102/rank-0.json "$work"/result-102/rank-1.json; do
+  cat "$f"; echo
+done
+echo "killed: $(grep -c 'kills itself before step 13' "$work/log-102")"
+echo "restarts: $(grep -c 'will restart worker group' "$work/log-102")"
+echo "libuv errors: $(cat "$work"/log-* | grep -c 'without libuv')"
+tail -n 40 "$work/log-102" >&2
+rm -rf "$work"
+"""
+
+
+def test_the_launch_template_s_torchrun_restarts_a_killed_rank_on_debian_s_torch(host):
+    done = host.run(TORCHRUN_JOB)
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["job 101 rc=0", "job 102 rc=0"], done.stdout + done.stderr
+    reference, *ranks = (json.loads(line) for line in lines[2:5])
+    assert lines[5:] == ["killed: 1", "restarts: 2", "libuv errors: 0"], done.stdout + done.stderr
+    assert [rank["resumed_from"] for rank in sorted(ranks, key=lambda r: r["rank"])] == [10, 10]
+    verdict = _training_judge().judge(
+        {
+            "world_size": 2,
+            "checkpoint_every": 5,
+            "ranks": ranks,
+            "killed": {"rank": 1, "host": ranks[1]["host"], "at_step": 13},
+            "reference_loss": reference["final_loss"],
+        }
+    )
+    assert verdict.status == "pass", verdict.message

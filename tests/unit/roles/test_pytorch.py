@@ -16,8 +16,9 @@ ROLE = PROJECT / "roles" / "pytorch"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
 
 
-def _sbatch(gpus: int, bin_dir: str = "/opt/clusterforge/envs/pytorch-current/bin") -> str:
+def _sbatch(gpus: int, bin_dir: str = "/opt/clusterforge/envs/pytorch-current/bin", file_store: bool = False) -> str:
     variables = {
+        "__pytorch_torchrun_file_store": file_store,
         "ansible_managed": "Ansible managed",
         "pytorch_examples_dir": DEFAULTS["pytorch_examples_dir"],
         "pytorch_checkpoint_root": DEFAULTS["pytorch_checkpoint_root"],
@@ -27,7 +28,7 @@ def _sbatch(gpus: int, bin_dir: str = "/opt/clusterforge/envs/pytorch-current/bi
     return render((ROLE / "templates" / "torchrun.sbatch.j2").read_text(), **variables)
 
 
-def _run(tmp_path, script: str, *args: str) -> list[str]:
+def _run(tmp_path, script: str, *args: str, **extra_env: str) -> list[str]:
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "scontrol").write_text(
@@ -44,6 +45,7 @@ def _run(tmp_path, script: str, *args: str) -> list[str]:
         "SLURM_NNODES": "2",
         "SLURM_JOB_ID": "42",
         "SLURM_JOB_NAME": "torchrun",
+        **extra_env,
     }
     done = subprocess.run(["bash", str(path), *args], capture_output=True, text=True, env=env, check=True)
     return done.stdout.splitlines()
@@ -86,3 +88,29 @@ def test_a_node_type_without_gpus_gets_one_gloo_process_per_node(tmp_path, gpus)
     assert "/usr/bin/torchrun" in argv
     assert "--nproc_per_node=1" in argv
     assert argv[argv.index("--backend") + 1] == "gloo"
+
+
+def test_debian_s_torch_without_libuv_gets_the_c10d_rendezvous_on_a_file_store(tmp_path):
+    """The FileStore path (vars/Debian-13.yml); tests molecule/pytorch runs it for real with a rank killed."""
+    checkpoints = tmp_path / "job"
+    script = _sbatch(0, bin_dir="/usr/bin", file_store=True)
+    argv = _run(tmp_path, script, CHECKPOINT_DIR=str(checkpoints), SLURM_RESTART_COUNT="2")
+    assert argv[argv.index("--rdzv_backend=c10d") + 1 :][:3] == [
+        f"--rdzv_endpoint={checkpoints}/rendezvous-2",
+        "--rdzv_conf=store_type=file",
+        "--rdzv_id=42",
+    ]
+    assert checkpoints.is_dir()  # the FileStore's directory exists before torchrun opens it
+    assert "export USE_LIBUV=0 TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1\n" in script
+    assert "scontrol" not in script.split("set -euo pipefail")[1]
+
+
+def test_the_role_picks_the_file_store_only_for_a_distribution_torch_without_libuv():
+    role_vars = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+    expression = role_vars["__pytorch_torchrun_file_store"]
+    debian13 = yaml.safe_load((ROLE / "vars" / "Debian-13.yml").read_text())
+    assert debian13["__pytorch_distribution_libuv"] is False
+    cases = [("distribution", debian13, True), ("pip", debian13, False), ("distribution", {}, False)]
+    for source, os_vars, expected in cases:
+        found = render(expression, pytorch_source=source, **os_vars)
+        assert found is expected, (source, os_vars)
