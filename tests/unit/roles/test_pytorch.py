@@ -110,7 +110,8 @@ def test_the_role_picks_the_file_store_only_for_a_distribution_torch_without_lib
     expression = role_vars["__pytorch_torchrun_file_store"]
     debian13 = yaml.safe_load((ROLE / "vars" / "Debian-13.yml").read_text())
     assert debian13["__pytorch_distribution_libuv"] is False
+    public = DEFAULTS["pytorch_distribution_libuv"]
     cases = [("distribution", debian13, True), ("pip", debian13, False), ("distribution", {}, False)]
     for source, os_vars, expected in cases:
-        found = render(expression, pytorch_source=source, **os_vars)
+        found = render(expression, pytorch_source=source, pytorch_distribution_libuv=public, **os_vars)
         assert found is expected, (source, os_vars)
