@@ -148,6 +148,8 @@ def one_run(number: int, python: str, params: dict) -> dict:
         records = []
         results = os.path.join(work, "results")
         for name in sorted(os.listdir(results)) if os.path.isdir(results) else []:
+            if not (name.startswith("rank-") and name.endswith(".json")):
+                continue
             with open(os.path.join(results, name), encoding="utf-8") as handle:
                 records.append(json.load(handle))
         rc = max(codes, key=abs)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from ansible.module_utils import (
     dcgmi,
+    ib_counter_judge,
     ibnetdiscover,
     ibstat,
     ibv_devinfo,
@@ -37,6 +38,7 @@ PARSERS = {
     "nvidia-smi_topo": nvidia_topo.parse_topo_matrix,
     "nvidia-smi_xml": nvidia_smi.parse_query_xml,
     "kernel_log_xid": xid.parse_kernel_log,
+    "perfquery": ib_counter_judge.parse_perfquery,
 }
 
 # parse_query reads both formats of `nvidia-smi -q` (text and -x XML): the same command.

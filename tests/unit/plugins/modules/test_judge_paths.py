@@ -205,7 +205,10 @@ ROUTES = {
     ),
 }
 # Outputs no node module reads yet: the controller judges them alone.
-NO_MODULE = {"dcgmi_diag": "no module runs dcgmi diag"}
+NO_MODULE = {
+    "dcgmi_diag": "dcgm_diag (the burn-in's) runs it; no route here yet: test_burnin_modules.py judges the recordings",
+    "perfquery": "two readings (before, after), not one output: test_burnin_modules.py replays them in ib_counters",
+}
 
 ALL = [(folder, path) for folder in sorted(ROUTES) for path in samples.fixture_files(folder)]
 
