@@ -12,15 +12,13 @@ node01: node02 is reserved and checked, node01 is not taken and its job keeps ru
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import tarfile
 import time
 
 import pytest
 
 from clusterforge.cli import check as check_cli
-from tests.integration.conftest import TEST_LAB, clusterforge
+from tests.integration.conftest import TEST_LAB, clusterforge, put_files
 from tests.unit.plugins.module_utils.samples import fixture
 
 pytestmark = pytest.mark.lab
@@ -36,19 +34,8 @@ def _run(container, *argv: str) -> tuple[int, str]:
     return done.exit_code, done.output.decode(errors="replace")
 
 
-def _put(container, directory: str, files: dict[str, bytes]) -> None:
-    archive = io.BytesIO()
-    with tarfile.open(fileobj=archive, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    assert container.exec_run(["mkdir", "-p", directory]).exit_code == 0
-    assert container.put_archive(directory, archive.getvalue())
-
-
 def test_acceptance_on_the_lab_skips_hardware_steps_and_names_the_failed_step(lab, docker_client, tmp_path):
-    _put(
+    put_files(
         _container(docker_client, "node02"),
         REPLAY_DIR,
         {
