@@ -14,8 +14,9 @@ import shutil
 
 import yaml
 
-from tests.integration.conftest import clusterforge
+from tests.integration.conftest import clusterforge, local_inventory, local_playbook
 from tests.integration.test_validate_local import GOOD, topology
+from tests.paths import PROJECT
 from tests.unit.plugins.module_utils.samples import fixture
 
 CLEAN = fixture("perfquery", "hca-2port-extended-clean-osc.txt")
@@ -100,3 +101,22 @@ def test_acceptance_names_the_step_that_failed_on_each_node(tmp_path):
         " ib_counters fail (replayed)"
     )
     assert table in output
+
+
+def test_out_of_range_burn_in_variables_are_refused_by_name(tmp_path):
+    inventory = local_inventory(tmp_path, {"node01": ""})
+    done = local_playbook(
+        tmp_path,
+        PROJECT / "playbooks" / "acceptance.yml",
+        inventory,
+        "-e",
+        f"clusterforge_report_dir={tmp_path / 'reports'}",
+        "-e",
+        '{"clusterforge_acceptance_dcgm_level": 5, "clusterforge_acceptance_training_seconds": "ten"}',
+    )
+    assert done.returncode == 2
+    assert (
+        "acceptance.yml: clusterforge_acceptance_training_seconds is not a whole number above 0;"
+        ' clusterforge_acceptance_dcgm_level is "5", expected 1, 2, 3 or 4'
+    ) in done.stdout
+    assert not (tmp_path / "reports").exists()  # refused before anything ran
