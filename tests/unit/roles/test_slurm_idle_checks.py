@@ -110,6 +110,8 @@ def test_a_round_reserves_the_idle_nodes_checks_each_and_deletes_the_reservation
     assert done.returncode == 0, done.stderr
     [create] = [argv for argv in commands(calls, "scontrol") if argv[1] == "create"]
     assert "Nodes=node02,node08" in create and "Flags=MAINT" in create and "StartTime=now" in create
+    assert "Duration=35" in create  # the jobs' 30 minutes and a margin: a job must end before its reservation
+    assert all("--time=30" in argv for argv in commands(calls, "sbatch"))
     reservation = next(arg for arg in create if arg.startswith("ReservationName=")).split("=", 1)[1]
     jobs = commands(calls, "sbatch")
     assert sorted(next(a for a in argv if a.startswith("--nodelist=")) for argv in jobs) == [
