@@ -9,7 +9,7 @@ module: dcgm_diag
 short_description: Run NVIDIA DCGM's active diagnostic (dcgmi diag -r N) and judge each of its tests
 description:
   - Runs C(dcgmi diag -r <level>) on this node's GPUs and judges every test row of its result
-    table with the judge validate uses for dcgmi (C(gpu_judge.judge_dcgmi)): Pass, Warn, Fail and
+    table with the judge validate uses for dcgmi (C(gpu_judge.judge_dcgmi)); Pass, Warn, Fail and
     Skip map to pass, warn, fail and skipped.
   - "Level 1 takes seconds, level 2 minutes, level 3 tens of minutes, level 4 about an hour or
     more: O(timeout) bounds the run; a run that ran past it fails C(dcgm.run)."

@@ -11,8 +11,8 @@ description:
   - Reads the error counters of every InfiniBand port (C(symbol_error), C(link_downed),
     C(port_rcv_errors), ... from C(/sys/class/infiniband/*/ports/*/counters)).
   - Without O(before) it only reads them (the check C(ib_counters.read)); with O(before), the
-    reading an earlier run returned, it judges each port with C(plugins/module_utils/ib_counter_judge.py):
-    a port passes only when none of the O(counters) grew. A counter that grew, went down (reset
+    reading an earlier run returned, it judges each port with C(plugins/module_utils/ib_counter_judge.py).
+    A port passes only when none of the O(counters) grew. A counter that grew, went down (reset
     during the run) or a port missing from either reading fails.
   - Read-only; changes nothing, so it runs the same in check mode.
   - "A node without InfiniBand ports is C(skipped: no hardware)."

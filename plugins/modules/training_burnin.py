@@ -10,8 +10,8 @@ short_description: Run the acceptance training job on this node again and again 
 description:
   - Runs the pytorch role's acceptance job (C(ddp_smoke.py)) with O(ranks) processes on this node
     (C(env://) rendezvous on 127.0.0.1), again and again until O(seconds) have passed, each run in
-    a fresh temporary directory, and judges the runs with C(plugins/module_utils/burnin_judge.py):
-    every run exits 0, every rank reports, and all runs end with the same final loss.
+    a fresh temporary directory, and judges the runs with C(plugins/module_utils/burnin_judge.py).
+    Every run must exit 0 and every rank report, and all runs must end with the same final loss.
   - "Without torch importable by O(python), or without the job script, it is C(skipped: torch not
     installed) / C(skipped: <script> not found): the pytorch role installs both."
   - Writes only in its temporary directories, which it removes; it runs in check mode too.
