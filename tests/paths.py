@@ -11,6 +11,8 @@ EXAMPLES = PROJECT / "inventories" / "examples"
 SUPERPOD = EXAMPLES / "h100-superpod.topology.yml"
 LAB_TOPOLOGY = PROJECT / "inventories" / "lab" / "lab.topology.yml"
 FIXTURES = PROJECT / "tests" / "fixtures"
+# Schemas the tests validate rendered files against (copied from their projects, each with a .source).
+SCHEMAS = PROJECT / "tests" / "schemas"
 
 
 def load_plugin(relative: str) -> ModuleType:

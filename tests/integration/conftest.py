@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,18 @@ def local_inventory(tmp: Path, hosts: dict[str, str]) -> Path:
     ]
     path.write_text("[all]\n" + "\n".join(lines) + "\n")
     return path
+
+
+def put_files(container, directory: str, files: dict[str, bytes]) -> None:
+    """Write files (name -> content) into a directory of a lab container, creating it."""
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    assert container.exec_run(["mkdir", "-p", directory]).exit_code == 0
+    assert container.put_archive(directory, archive.getvalue())
 
 
 def ansible_playbook(inventory: Path, playbook: Path, *extra: str, env: dict) -> subprocess.CompletedProcess:

@@ -9,16 +9,14 @@ head01 gets none. One playbook run, then `clusterforge report`.
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import tarfile
 import xml.etree.ElementTree as ET
 
 import pytest
 import yaml
 
 from clusterforge.cli import check as check_cli
-from tests.integration.conftest import clusterforge
+from tests.integration.conftest import clusterforge, put_files
 from tests.paths import PROJECT
 from tests.unit.plugins.module_utils.samples import fixture
 
@@ -79,15 +77,8 @@ def gpu_lab(docker_client, tmp_path_factory):
 
 
 def put_recordings(container) -> None:
-    archive = io.BytesIO()
-    with tarfile.open(fileobj=archive, mode="w") as tar:
-        for name, (kind, fixture_name) in RECORDINGS.items():
-            data = fixture(kind, fixture_name).read_bytes()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    assert container.exec_run(["mkdir", "-p", REPLAY_DIR]).exit_code == 0
-    assert container.put_archive(REPLAY_DIR, archive.getvalue())
+    files = {name: fixture(kind, fixture_name).read_bytes() for name, (kind, fixture_name) in RECORDINGS.items()}
+    put_files(container, REPLAY_DIR, files)
 
 
 def test_validate_judges_replayed_outputs_and_reports(gpu_lab, docker_client, tmp_path):

@@ -32,7 +32,7 @@ from clusterforge.runner.record import RunRecorder
 from clusterforge.text import plain
 
 # Playbooks that are not stages of site.yml but run by name.
-NAMED_PLAYBOOKS = {"rolling-update": "rolling_update.yml"}
+NAMED_PLAYBOOKS = {"rolling-update": "rolling_update.yml", "acceptance": "acceptance.yml"}
 
 # How often the run checks for a Ctrl-C or SIGTERM while ansible-playbook prints nothing.
 CANCEL_POLL_S = 0.25
@@ -167,8 +167,9 @@ def resolve_playbook(project: Path, playbook: str) -> Path:
         candidates.insert(0, project / "site.yml")
     elif playbook in stage_names:
         candidates.insert(0, project / "playbooks" / f"{playbook}.yml")
-    elif playbook in NAMED_PLAYBOOKS:
-        candidates.insert(0, project / "playbooks" / NAMED_PLAYBOOKS[playbook])
+    elif playbook in NAMED_PLAYBOOKS or playbook in NAMED_PLAYBOOKS.values():
+        # `acceptance` or `acceptance.yml`: the file under playbooks/ (before one in the current directory).
+        candidates.insert(0, project / "playbooks" / NAMED_PLAYBOOKS.get(playbook, playbook))
     for candidate in candidates:
         if candidate.is_file():
             return candidate.resolve()

@@ -73,6 +73,13 @@ def test_stage_and_site_resolve_inside_the_project(project):
     assert runner.resolve_playbook(project, "base") == project / "playbooks" / "base.yml"
 
 
+def test_acceptance_resolves_by_name_and_by_file_name(project):
+    # `clusterforge run acceptance` and `clusterforge run acceptance.yml` from any directory.
+    expected = project / "playbooks" / "acceptance.yml"
+    assert runner.resolve_playbook(project, "acceptance") == expected
+    assert runner.resolve_playbook(project, "acceptance.yml") == expected
+
+
 def test_unknown_playbook_is_a_usage_error(project):
     with pytest.raises(UsageError, match="playbook 'nosuch' not found"):
         runner.resolve_playbook(project, "nosuch")

@@ -1,5 +1,5 @@
 """kubernetes/pytorchjob-<node type>.yml from `topology render`, for every example topology, validated
-against the Kubeflow Training Operator's PyTorchJob CRD schema (tests/fixtures/kubernetes_crds, an excerpt
+against the Kubeflow Training Operator's PyTorchJob CRD schema (tests/schemas/kubernetes_crds, an excerpt
 of the published CRD: see its .source) with jsonschema, and each replica's pod against Kubernetes' own
 Pod schema (kubernetes-validate, strict) at the kubernetes role's version. Schemas only: no cluster runs
 the job here."""
@@ -16,9 +16,9 @@ import yaml
 
 from clusterforge.topology import load
 from clusterforge.topology.render import files, k8s_labels, nccl, pytorchjob
-from tests.paths import EXAMPLES, FIXTURES, LAB_TOPOLOGY, PROJECT
+from tests.paths import EXAMPLES, LAB_TOPOLOGY, PROJECT, SCHEMAS
 
-CRD = yaml.safe_load((FIXTURES / "kubernetes_crds" / "kubeflow.org_pytorchjobs.yaml").read_text())
+CRD = yaml.safe_load((SCHEMAS / "kubernetes_crds" / "kubeflow.org_pytorchjobs.yaml").read_text())
 K8S_VERSION = yaml.safe_load((PROJECT / "roles" / "kubernetes" / "defaults" / "main.yml").read_text())[
     "kubernetes_version"
 ]

@@ -14,6 +14,7 @@ import pytest
 from ansible.module_utils import (
     dcgmi,
     gpudirect_host,
+    ib_counter_judge,
     ibnetdiscover,
     ibstat,
     ibv_devinfo,
@@ -47,6 +48,7 @@ PARSERS = {
     "kernel_log_xid": xid.parse_kernel_log,
     "sacctmgr": sacctmgr.parse_any_table,
     "squeue": sacctmgr.parse_squeue,
+    "perfquery": ib_counter_judge.parse_perfquery,
 }
 
 # parse_query reads both formats of `nvidia-smi -q` (text and -x XML): the same command.

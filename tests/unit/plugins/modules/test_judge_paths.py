@@ -249,7 +249,10 @@ ROUTES.update(
     }
 )
 # Outputs no node module reads yet: the controller judges them alone.
-NO_MODULE = {"dcgmi_diag": "no module runs dcgmi diag"}
+NO_MODULE = {
+    "dcgmi_diag": "dcgm_diag (the burn-in's) runs it; no route here yet: test_burnin_modules.py judges the recordings",
+    "perfquery": "two readings (before, after), not one output: test_burnin_modules.py replays them in ib_counters",
+}
 # Outputs that are no check's: Slurm's accounting tables, read by the slurm_accounts module
 # (tests/unit/plugins/module_utils/test_sacctmgr.py).
 NOT_CHECKS = {"sacctmgr", "squeue"}
