@@ -1,0 +1,131 @@
+"""Rack-scale NVLink domains: the GB200 NVL72 example against NVIDIA's published figures, and
+each count that does not fit refused at validate with file:line: field and what is valid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterforge.topology import TopologyError, load, nvlink
+from clusterforge.topology.render import bom
+from tests.paths import PROJECT
+
+EXAMPLE = PROJECT / "inventories" / "examples" / "gb200-nvl72-su.topology.yml"
+TEXT = EXAMPLE.read_text()
+
+
+def test_example_matches_nvidia_reference_figures():
+    # NVIDIA DGX SuperPOD GB200 reference architecture (docs.nvidia.com/dgx-superpod/
+    # reference-architecture-scalable-infrastructure-gb200): "DGX SuperPOD Architecture" page,
+    # "a single SU (8 DGX GB200 rack systems)", 1.2 MW TDP per SU; "Key Components" page, DGX
+    # GB200 rack system: 72 GPUs in a rack-scale NVLink domain; NVIDIA Mission Control (BCM)
+    # manual, "NVLink Switch Integration": "9 NVLink switch trays per rack". GB200 NVL72:
+    # 18 compute trays of 2 GB200 superchips (4 GPUs), about 120-140 kW per rack.
+    plan = load(EXAMPLE)
+    domains = nvlink.domains(plan.topology, plan.hosts)
+    domain, problems = nvlink.resolve(plan.topology.nvlink_domain)
+    assert problems == []
+    assert len(domains) == 8  # racks per SU
+    assert [len(trays) for trays in domains] == [18] * 8  # compute trays per rack
+    assert domain.gpus == 72 and domain.gpus_per_tray == 4 and domain.switch_trays_per_rack == 9
+    assert sum(plan.topology.node_types[h.node_type].gpu.count for trays in domains for h in trays) == 576
+    assert domains[0][0].name == "gb001" and domains[7][-1].name == "gb144"
+    rack_kw = nvlink.rack_power_w(plan.topology, domain) / 1000
+    assert 120 <= rack_kw <= 140
+    assert 8 * rack_kw <= 1200  # within the SU's 1.2 MW
+    # One NIC per GPU on a 4-rail, rail-optimised compute fabric: 576 node-leaf links.
+    compute = plan.fabrics["compute"]
+    assert compute.spec.rails == 4
+    assert sum(1 for link in compute.links if link.tier == "node-leaf") == 576
+    lines = {(line.category, line.tier): line for line in bom.bill(plan)}
+    assert lines["nvlink", "switch tray"].quantity == 72
+    assert lines["nvlink", "rack"].quantity == 8
+    assert lines["nvlink", "rack"].item == f"liquid-cooled rack, {rack_kw:.1f} kW"
+
+
+def _line(text: str, needle: str) -> int:
+    return next(number for number, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def _refused(tmp_path: Path, old: str, new: str) -> tuple[str, str]:
+    assert old in TEXT
+    text = TEXT.replace(old, new, 1)
+    path = tmp_path / "bad.topology.yml"
+    path.write_text(text)
+    with pytest.raises(TopologyError) as caught:
+        load(path)
+    return str(caught.value), text
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle", "field", "expected"),
+    [
+        (
+            "  preset: gb200_nvl72\n",
+            "  preset: gb200_nvl72\n  gpus: 70\n",
+            "gpus: 70",
+            "nvlink_domain.gpus",
+            "does not divide into whole trays of 4; expected a multiple of 4 (such as 68 or 72)",
+        ),
+        (
+            "  preset: gb200_nvl72\n",
+            "  preset: gb200_nvl72\n  gpus_per_tray: 8\n  gpus: 144\n",
+            "gpus_per_tray: 8",
+            "nvlink_domain.gpus_per_tray",
+            "8 GPUs per tray, but a tray holds 4; expected 1 to 4",
+        ),
+        (
+            "block_sizes: [18]",
+            "block_sizes: [18, 5]",
+            "block_sizes: [18, 5]",
+            "nvlink_domain.block_sizes.1",
+            "block size 5 does not divide the domain of 18 trays; expected one of 1, 2, 3, 6, 9, 18",
+        ),
+        (
+            "rack_power_budget_kw: 140",
+            "rack_power_budget_kw: 100",
+            "rack_power_budget_kw: 100",
+            "sites.0.rack_power_budget_kw",
+            "draws 134.1 kW, over site dc1's rack budget of 100 kW; expected racks of at most 100 kW",
+        ),
+        (
+            "nodes_per_unit: 144",
+            "nodes_per_unit: 140",
+            "",
+            "nvlink_domain.node_type",
+            "140 hosts of node type 'gb200_tray' do not fill whole NVLink domains of 18 trays; expected a multiple",
+        ),
+    ],
+)
+def test_bad_domain_refused_with_file_line_field(tmp_path, old, new, needle, field, expected):
+    message, text = _refused(tmp_path, old, new)
+    line = _nvlink_node_type_line(text) if field == "nvlink_domain.node_type" else _line(text, needle)
+    assert f"bad.topology.yml:{line}: {field}: " in message, message
+    assert expected in message, message
+
+
+def _nvlink_node_type_line(text: str) -> int:
+    start = _line(text, "nvlink_domain:")
+    return next(n for n, line in enumerate(text.splitlines(), 1) if n > start and "node_type:" in line)
+
+
+def test_preset_fields_needed_without_a_preset(tmp_path):
+    message, text = _refused(tmp_path, "  preset: gb200_nvl72\n", "")
+    line = _line(text, "nvlink_domain:")
+    assert f"bad.topology.yml:{line}: nvlink_domain.gpus: required without a preset" in message
+
+
+def test_gpus_per_tray_must_match_the_node_type(tmp_path):
+    message, text = _refused(
+        tmp_path, "  preset: gb200_nvl72\n", "  preset: gb200_nvl72\n  gpus: 36\n  gpus_per_tray: 2\n"
+    )
+    line = _line(text, "gpus_per_tray: 2")
+    assert f":{line}: nvlink_domain.gpus_per_tray: 2 GPUs per tray, but node type 'gb200_tray' has 4" in message
+
+
+def test_nvl36x2_spans_two_racks_per_domain():
+    plan = load(EXAMPLE)
+    spec = plan.topology.nvlink_domain.model_copy(update={"preset": "gb200_nvl36x2"})
+    domain, problems = nvlink.resolve(spec)
+    assert problems == [] and domain.racks == 2 and domain.trays_per_rack == 9 and domain.trays == 18
