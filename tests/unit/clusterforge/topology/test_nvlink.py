@@ -129,3 +129,62 @@ def test_nvl36x2_spans_two_racks_per_domain():
     spec = plan.topology.nvlink_domain.model_copy(update={"preset": "gb200_nvl36x2"})
     domain, problems = nvlink.resolve(spec)
     assert problems == [] and domain.racks == 2 and domain.trays_per_rack == 9 and domain.trays == 18
+
+
+# --- render ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    from clusterforge.topology.render import files
+
+    plan = load(EXAMPLE)
+    return plan, files(plan)
+
+
+def test_block_topology_has_one_block_per_domain(rendered):
+    _, found = rendered
+    lines = [line for line in found["slurm/topology.block.conf"].splitlines() if not line.startswith("#")]
+    assert lines[0] == "BlockName=nvl01 Nodes=gb[001-018]"
+    assert lines[7] == "BlockName=nvl08 Nodes=gb[127-144]"
+    assert lines[8:] == ["BlockSizes=18"]
+
+
+def test_imex_node_list_holds_each_domains_tray_addresses(rendered):
+    plan, found = rendered
+    domains = nvlink.domains(plan.topology, plan.hosts)
+    for number, trays in enumerate(domains, 1):
+        text = found[f"imex/nvl{number:02d}/nodes_config.cfg"]
+        assert text.splitlines() == [plan.interface_addresses(host)["inband"] for host in trays]
+    assert (
+        len(set(found["imex/nvl01/nodes_config.cfg"].split()) & set(found["imex/nvl02/nodes_config.cfg"].split())) == 0
+    )
+
+
+def test_nccl_multi_node_nvlink_only_for_domain_trays(rendered):
+    _, found = rendered
+    tray = found["nccl/gb200_tray.env"].splitlines()
+    for setting in ("NCCL_MNNVL_ENABLE=1", "NCCL_NVLS_ENABLE=1", "NCCL_CUMEM_ENABLE=1"):
+        assert setting in tray
+    superpod = files_of(PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml")
+    assert "MNNVL" not in superpod["nccl/dgx_h100.env"]
+    assert not any(name.startswith("imex/") or name.endswith("block.conf") for name in superpod)
+
+
+def files_of(path: Path) -> dict[str, str]:
+    from clusterforge.topology.render import files
+
+    return files(load(path))
+
+
+def test_compute_domains_and_labels(rendered):
+    import yaml
+
+    _, found = rendered
+    domains = list(yaml.safe_load_all(found["kubernetes/compute-domains.yml"]))
+    assert [d["metadata"]["name"] for d in domains] == [f"nvl72-nvl{n:02d}" for n in range(1, 9)]
+    assert {d["kind"] for d in domains} == {"ComputeDomain"}
+    assert {d["spec"]["numNodes"] for d in domains} == {18}
+    labels = yaml.safe_load(found["kubernetes/nvlink-domain-labels.yml"])
+    assert labels["gb018"] == {"clusterforge.io/nvlink-domain": "nvl01"}
+    assert labels["gb019"] == {"clusterforge.io/nvlink-domain": "nvl02"}
