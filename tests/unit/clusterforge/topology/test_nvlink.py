@@ -188,3 +188,34 @@ def test_compute_domains_and_labels(rendered):
     labels = yaml.safe_load(found["kubernetes/nvlink-domain-labels.yml"])
     assert labels["gb018"] == {"clusterforge.io/nvlink-domain": "nvl01"}
     assert labels["gb019"] == {"clusterforge.io/nvlink-domain": "nvl02"}
+
+
+# --- draw ------------------------------------------------------------------------------------
+
+
+def test_drawing_shows_each_rack_with_its_domain_and_rails():
+    import xml.etree.ElementTree as ET
+
+    from clusterforge.topology.draw import render_svg
+
+    svg = ET.fromstring(render_svg(load(EXAMPLE)))
+    ns = "{http://www.w3.org/2000/svg}"
+    racks = [rect for rect in svg.iter(f"{ns}rect") if rect.get("class") == "rack"]
+    titles = [rect.find(f"{ns}title").text for rect in racks]
+    assert titles[0] == "nvl01 rack 1: gb[001-018], 18 trays, 9 NVLink switch trays"
+    assert titles[-1].startswith("nvl08 rack 1: gb[127-144]")
+    assert len(racks) == 8
+    texts = [text.text for text in svg.iter(f"{ns}text")]
+    assert any(t and t.startswith("NVLink racks: 8 racks") and "134.1 kW liquid-cooled" in t for t in texts), texts
+    assert texts.count("18 trays \u00b7 72 GPUs") == 8
+    # Each rack box holds one stripe per scale-out rail (4), inside the box.
+    for rack in racks:
+        x, y, w, h = (float(rack.get(k)) for k in ("x", "y", "width", "height"))
+        stripes = [
+            r
+            for r in svg.iter(f"{ns}rect")
+            if r.get("height") == "6" and x <= float(r.get("x")) <= x + w and y <= float(r.get("y")) <= y + h
+        ]
+        assert len(stripes) == 4
+    superpod = render_svg(load(PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml"))
+    assert "NVLink racks" not in superpod
