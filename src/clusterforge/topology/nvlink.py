@@ -3,6 +3,7 @@ counts fit each other, the site's rack power budget, and which trays form each d
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from clusterforge.topology.hosts import Host
@@ -192,7 +193,21 @@ def host_problems(topology: Topology, hosts: list[Host]) -> list[Problem]:
         return []
     domain, _ = resolve(spec)
     trays = tray_hosts(topology, hosts)
-    if domain is None or not domain.trays or len(trays) % domain.trays == 0:
+    if domain is None or not domain.trays:
+        return []
+    per_unit = Counter(host.unit for host in trays if host.unit is not None)
+    straddling = sorted(unit for unit, count in per_unit.items() if count % domain.trays)
+    if straddling and len(trays) % domain.trays == 0:
+        # Whole domains in all, but one would span two scalable units (two rows of racks).
+        return [
+            (
+                (*HERE, "node_type"),
+                f"scalable unit {straddling[0]} holds {per_unit[straddling[0]]} trays of node type "
+                f"{spec.node_type!r}, which do not fill whole NVLink domains of {domain.trays} trays; "
+                f"expected a multiple of {domain.trays} per unit",
+            )
+        ]
+    if len(trays) % domain.trays == 0:
         return []
     return [
         (

@@ -219,3 +219,10 @@ def test_drawing_shows_each_rack_with_its_domain_and_rails():
         assert len(stripes) == 4
     superpod = render_svg(load(PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml"))
     assert "NVLink racks" not in superpod
+
+
+def test_domain_that_would_span_two_scalable_units_is_refused(tmp_path):
+    # 2 units of 27 trays: 54 trays make 3 whole domains, but the second would span both units.
+    old = "scalable_units:\n  count: 1\n  nodes_per_unit: 144\n"
+    message, text = _refused(tmp_path, old, "scalable_units:\n  count: 2\n  nodes_per_unit: 27\n")
+    assert f":{_nvlink_node_type_line(text)}: nvlink_domain.node_type: scalable unit 1 holds 27 trays" in message
