@@ -249,7 +249,7 @@ ROUTES.update(
     }
 )
 # Outputs no node module reads yet: the controller judges them alone.
-NO_MODULE = {"dcgmi_diag": "no module runs dcgmi diag"}
+NO_MODULE = {"dcgmi_diag": "no module runs dcgmi diag", "nvidia-smi_fabric": "no module runs the fabric judge yet"}
 # Outputs that are no check's: Slurm's accounting tables, read by the slurm_accounts module
 # (tests/unit/plugins/module_utils/test_sacctmgr.py).
 NOT_CHECKS = {"sacctmgr", "squeue"}
