@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from clusterforge.topology import consistency
+from clusterforge.topology import consistency, nvlink
 from clusterforge.topology.addressing import Subnet
 from clusterforge.topology.expectations import NodeExpectations, derive
 from clusterforge.topology.fabric import FabricPlan, FabricSizeError, generate
@@ -140,11 +140,11 @@ def load(path: str | Path, links: bool = True) -> ClusterPlan:
         topology = Topology.model_validate(data)
     except ValidationError as exc:
         fail([(_location(error["loc"]), _message(error)) for error in exc.errors()])
-    problems = consistency.references(topology) + consistency.size(topology)
+    problems = consistency.references(topology) + consistency.size(topology) + nvlink.problems(topology)
     if problems:
         fail(problems)
     hosts = expand_hosts(topology)
-    problems = consistency.hostnames(hosts, topology)
+    problems = consistency.hostnames(hosts, topology) + nvlink.host_problems(topology, hosts)
     fabrics: dict[str, FabricPlan] = {}
     for name in topology.fabrics:
         try:

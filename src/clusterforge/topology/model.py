@@ -98,6 +98,8 @@ class ClusterInfo(Strict):
 class Site(Strict):
     name: Name
     description: str = ""
+    # What one rack position can draw and cool; validate refuses an NVLink rack above it.
+    rack_power_budget_kw: float | None = Field(default=None, gt=0, le=1000)
 
 
 class Gpu(Strict):
@@ -327,6 +329,31 @@ class AnsibleSettings(Strict):
         return template
 
 
+class NvlinkSwitchTray(Strict):
+    model: CellText = "NVLink switch tray"
+    power_w: float = Field(default=800, ge=0)
+    price_usd: float = Field(default=40000, ge=0)
+
+
+class NvlinkDomain(Strict):
+    """Rack-scale NVLink (GB200/GB300 NVL72, NVL36x2): compute trays of one node type joined by
+    NVLink switch trays into one domain. A preset (nvlink.PRESETS) fills the counts it knows;
+    a field given here overrides it. nvlink.problems() checks the counts against each other."""
+
+    preset: Literal["gb200_nvl72", "gb200_nvl36x2", "gb300_nvl72"] | None = None
+    node_type: Name = Field(description="the compute tray's node type")
+    gpus: int | None = Field(strict=True, default=None, ge=1, le=576, description="GPUs in one domain")
+    racks: int | None = Field(strict=True, default=None, ge=1, le=8, description="racks one domain spans")
+    trays_per_rack: int | None = Field(strict=True, default=None, ge=1, le=64, description="compute trays")
+    gpus_per_tray: int | None = Field(strict=True, default=None, ge=1, le=16)
+    tray_gpu_slots: int | None = Field(strict=True, default=None, ge=1, le=16, description="GPUs a tray holds")
+    switch_trays_per_rack: int | None = Field(strict=True, default=None, ge=0, le=64)
+    switch_tray: NvlinkSwitchTray = Field(default_factory=NvlinkSwitchTray)
+    cooling: Literal["liquid", "air"] | None = None
+    # Slurm topology/block BlockSizes, in trays; the first is the base block.
+    block_sizes: list[int] = Field(default_factory=list, max_length=16)
+
+
 class Topology(Strict):
     plugin: Literal["topology"] = "topology"
     cluster: ClusterInfo
@@ -335,6 +362,7 @@ class Topology(Strict):
     roles: dict[RoleName, Role] = Field(min_length=1)
     fabrics: dict[Name, Fabric] = Field(default_factory=dict)
     scalable_units: ScalableUnits | None = None
+    nvlink_domain: NvlinkDomain | None = None
     addressing: Addressing
     ansible: AnsibleSettings = Field(default_factory=AnsibleSettings)
     # Ansible's constructed options, applied by the inventory plugin (see its documentation).

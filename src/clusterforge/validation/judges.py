@@ -150,6 +150,14 @@ KINDS = {
         (("gpu_judge", "QUERY_KEYS"),),
         "gpu.driver",
     ),
+    "nvidia-smi-fabric": Kind(
+        "nvidia_fabric",
+        "parse_fabric",
+        "nvidia-smi -q (its Fabric sections: GB200/GB300 NVLink fabric attachment)",
+        _call("nvidia_fabric", "judge_fabric"),
+        (("nvidia_fabric", "FABRIC_KEYS"),),
+        "gpu.fabric_state",
+    ),
     "nvidia-smi-query": Kind(
         "nvidia_smi",
         "parse_query_gpu_csv",

@@ -32,6 +32,7 @@ from clusterforge.topology.draw.canvas import (
     text_width,
 )
 from clusterforge.topology.draw.dragonfly import draw_dragonfly
+from clusterforge.topology.draw.racks import draw_racks
 from clusterforge.topology.draw.tree import Nodes, draw_tree
 
 TOPOLOGY_NAMES = {
@@ -55,6 +56,7 @@ def render_svg(plan: ClusterPlan, fabric: str | None = None) -> str:
         draw_dragonfly(canvas, fabric_plan, gpus, y)
     else:
         draw_tree(canvas, fabric_plan, gpus, y, has_units=plan.topology.scalable_units is not None, nodes=_nodes(plan))
+    draw_racks(canvas, plan, fabric_plan, canvas.bottom)
     return canvas.to_svg()
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from clusterforge.safe_write import write_tree
 from clusterforge.topology import ClusterPlan
-from clusterforge.topology.render import bom, cabling, k8s_labels, nccl, pytorchjob, slurm, static_inventory
+from clusterforge.topology.render import bom, cabling, k8s_labels, nccl, nvlink, pytorchjob, slurm, static_inventory
 
-RENDERERS = (slurm, nccl, k8s_labels, pytorchjob, cabling, bom, static_inventory)
+RENDERERS = (slurm, nccl, k8s_labels, pytorchjob, nvlink, cabling, bom, static_inventory)
 
 
 def files(plan: ClusterPlan) -> dict[str, str]:

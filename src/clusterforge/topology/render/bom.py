@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from clusterforge.topology import ClusterPlan
+from clusterforge.topology import ClusterPlan, nvlink
 from clusterforge.topology.fabric import FabricPlan, Link
 from clusterforge.topology.model import Fabric
 
@@ -83,7 +83,7 @@ class Media:
 
 @dataclass(frozen=True)
 class BomLine:
-    category: str  # server, gpu, switch, cable, transceiver
+    category: str  # server, gpu, nvlink (switch trays, racks), switch, cable, transceiver
     item: str  # node type, GPU model, switch model or DEFAULTS key
     fabric: str  # empty for servers and GPUs
     tier: str  # switch tier or link tier; empty for servers and GPUs
@@ -167,6 +167,7 @@ def bill(plan: ClusterPlan, prices: Mapping[str, Mapping[str, float] | Cost] | N
         if node_type.gpu:
             gpu = node_type.gpu
             quantities["gpu", gpu.model, "", "", gpu.power_w, gpu.price_usd] += count * gpu.count
+    quantities.update(_nvlink_lines(plan))
     for name, fabric in plan.fabrics.items():
         spec = fabric.spec
         switch = spec.switch
@@ -192,8 +193,25 @@ def bill(plan: ClusterPlan, prices: Mapping[str, Mapping[str, float] | Cost] | N
     return sorted(lines, key=lambda line: _order(line, list(plan.fabrics)))
 
 
+def _nvlink_lines(plan: ClusterPlan) -> Counter:
+    """NVLink switch trays, and one line per rack naming its cooling and draw: the draw is the
+    sum of the rack's trays (already on the server, GPU and switch tray lines), so the rack
+    line itself adds no power."""
+    spec = plan.topology.nvlink_domain
+    lines: Counter = Counter()
+    if spec is None:
+        return lines
+    domain, _ = nvlink.resolve(spec)
+    racks = len(nvlink.domains(plan.topology, plan.hosts)) * domain.racks
+    tray = spec.switch_tray
+    lines["nvlink", tray.model, "", "switch tray", tray.power_w, tray.price_usd] += racks * domain.switch_trays_per_rack
+    rack_kw = nvlink.rack_power_w(plan.topology, domain) / 1000
+    lines["nvlink", f"{domain.cooling}-cooled rack, {rack_kw:.1f} kW", "", "rack", 0, 0] += racks
+    return lines
+
+
 def _order(line: BomLine, fabrics: list[str]) -> tuple:
-    category = ("server", "gpu", "switch", "cable", "transceiver").index(line.category)
+    category = ("server", "gpu", "nvlink", "switch", "cable", "transceiver").index(line.category)
     if not line.fabric:
         return (0, category, "")
     tiers = ("leaf", "spine", "core", "router", *LINK_TIERS)

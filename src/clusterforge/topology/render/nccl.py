@@ -15,6 +15,10 @@ included, so comment lines here never contain one.
 - NCCL_CROSS_NIC=0 on rail-optimised fabrics: rail n only reaches rail n, so a ring must
   stay on one NIC index across nodes. Elsewhere it is left to NCCL's default.
 - NCCL_IB_GID_INDEX=3 on Ethernet (RoCE v2) fabrics only; InfiniBand needs no GID index.
+- On the compute trays of a rack-scale NVLink domain (nvlink_domain): NCCL_MNNVL_ENABLE=1
+  (multi-node NVLink across the domain's trays, through IMEX), NCCL_NVLS_ENABLE=1 (NVLink
+  SHARP in the NVLink switches) and NCCL_CUMEM_ENABLE=1, which MNNVL needs (NCCL's
+  environment variable documentation).
 
 NICs that NCCL reaches through a net plugin rather than verbs (libfabric's cxi on
 Slingshot, through aws-ofi-nccl) ignore the NCCL_IB_* variables; the topology does not
@@ -29,6 +33,7 @@ from clusterforge.topology.render.common import dump_yaml, generated_by
 
 SOCKET_EXCLUDE = "^lo,docker"
 ROCE_GID_INDEX = 3
+MNNVL = {"NCCL_MNNVL_ENABLE": "1", "NCCL_NVLS_ENABLE": "1", "NCCL_CUMEM_ENABLE": "1"}
 
 
 def socket_ifname(plan: ClusterPlan, node_type: NodeType) -> str:
@@ -55,6 +60,9 @@ def settings(plan: ClusterPlan, type_name: str) -> dict[str, str] | None:
         found["NCCL_CROSS_NIC"] = "0"
     if spec.link_layer == "ethernet":
         found["NCCL_IB_GID_INDEX"] = str(ROCE_GID_INDEX)
+    domain = plan.topology.nvlink_domain
+    if domain is not None and domain.node_type == type_name:
+        found.update(MNNVL)
     return found
 
 

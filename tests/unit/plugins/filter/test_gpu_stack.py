@@ -319,6 +319,7 @@ def test_the_topology_examples_models_have_a_generation(generation):
         "NVIDIA H100 80GB HBM3": "hopper",
         "NVIDIA L40S": "ada",
         "NVIDIA A100-SXM4-40GB": "ampere",
+        "NVIDIA GB200": "blackwell",
     }
 
 

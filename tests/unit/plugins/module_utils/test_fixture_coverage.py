@@ -21,6 +21,7 @@ from ansible.module_utils import (
     lspci,
     mlxconfig,
     nccl_tests,
+    nvidia_fabric,
     nvidia_smi,
     nvidia_topo,
     perftest,
@@ -43,6 +44,7 @@ PARSERS = {
     "kernel_log_peermem": gpudirect_host.parse_peermem_log,
     "nccl_all_reduce_perf": nccl_tests.parse_nccl_tests,
     "nvidia-smi_query": nvidia_smi.parse_query,
+    "nvidia-smi_fabric": nvidia_fabric.parse_fabric,
     "nvidia-smi_topo": nvidia_topo.parse_topo_matrix,
     "nvidia-smi_xml": nvidia_smi.parse_query_xml,
     "kernel_log_xid": xid.parse_kernel_log,
@@ -52,7 +54,7 @@ PARSERS = {
 }
 
 # parse_query reads both formats of `nvidia-smi -q` (text and -x XML): the same command.
-SAME_COMMAND = {"nvidia-smi_query": {"nvidia-smi_xml"}}
+SAME_COMMAND = {"nvidia-smi_query": {"nvidia-smi_xml"}, "nvidia-smi_fabric": {"nvidia-smi_query"}}
 # One program's failure line reads the same in each of its subcommands (nvidia-smi's "NVIDIA-SMI has
 # failed ..."): there ToolFailed is right, but a parse result never is.
 SAME_PROGRAM = {

@@ -251,6 +251,7 @@ ROUTES.update(
 # Outputs no node module reads yet: the controller judges them alone.
 NO_MODULE = {
     "dcgmi_diag": "dcgm_diag (the burn-in's) runs it; no route here yet: test_burnin_modules.py judges the recordings",
+    "nvidia-smi_fabric": "no module runs the fabric judge yet (check judge nvidia-smi-fabric does)",
     "perfquery": "two readings (before, after), not one output: test_burnin_modules.py replays them in ib_counters",
 }
 # Outputs that are no check's: Slurm's accounting tables, read by the slurm_accounts module

@@ -1,0 +1,228 @@
+"""Rack-scale NVLink domains: the GB200 NVL72 example against NVIDIA's published figures, and
+each count that does not fit refused at validate with file:line: field and what is valid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterforge.topology import TopologyError, load, nvlink
+from clusterforge.topology.render import bom
+from tests.paths import PROJECT
+
+EXAMPLE = PROJECT / "inventories" / "examples" / "gb200-nvl72-su.topology.yml"
+TEXT = EXAMPLE.read_text()
+
+
+def test_example_matches_nvidia_reference_figures():
+    # NVIDIA DGX SuperPOD GB200 reference architecture (docs.nvidia.com/dgx-superpod/
+    # reference-architecture-scalable-infrastructure-gb200): "DGX SuperPOD Architecture" page,
+    # "a single SU (8 DGX GB200 rack systems)", 1.2 MW TDP per SU; "Key Components" page, DGX
+    # GB200 rack system: 72 GPUs in a rack-scale NVLink domain; NVIDIA Mission Control (BCM)
+    # manual, "NVLink Switch Integration": "9 NVLink switch trays per rack". GB200 NVL72:
+    # 18 compute trays of 2 GB200 superchips (4 GPUs), about 120-140 kW per rack.
+    plan = load(EXAMPLE)
+    domains = nvlink.domains(plan.topology, plan.hosts)
+    domain, problems = nvlink.resolve(plan.topology.nvlink_domain)
+    assert problems == []
+    assert len(domains) == 8  # racks per SU
+    assert [len(trays) for trays in domains] == [18] * 8  # compute trays per rack
+    assert domain.gpus == 72 and domain.gpus_per_tray == 4 and domain.switch_trays_per_rack == 9
+    assert sum(plan.topology.node_types[h.node_type].gpu.count for trays in domains for h in trays) == 576
+    assert domains[0][0].name == "gb001" and domains[7][-1].name == "gb144"
+    rack_kw = nvlink.rack_power_w(plan.topology, domain) / 1000
+    assert 120 <= rack_kw <= 140
+    assert 8 * rack_kw <= 1200  # within the SU's 1.2 MW
+    # One NIC per GPU on a 4-rail, rail-optimised compute fabric: 576 node-leaf links.
+    compute = plan.fabrics["compute"]
+    assert compute.spec.rails == 4
+    assert sum(1 for link in compute.links if link.tier == "node-leaf") == 576
+    lines = {(line.category, line.tier): line for line in bom.bill(plan)}
+    assert lines["nvlink", "switch tray"].quantity == 72
+    assert lines["nvlink", "rack"].quantity == 8
+    assert lines["nvlink", "rack"].item == f"liquid-cooled rack, {rack_kw:.1f} kW"
+
+
+def _line(text: str, needle: str) -> int:
+    return next(number for number, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def _refused(tmp_path: Path, old: str, new: str) -> tuple[str, str]:
+    assert old in TEXT
+    text = TEXT.replace(old, new, 1)
+    path = tmp_path / "bad.topology.yml"
+    path.write_text(text)
+    with pytest.raises(TopologyError) as caught:
+        load(path)
+    return str(caught.value), text
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle", "field", "expected"),
+    [
+        (
+            "  preset: gb200_nvl72\n",
+            "  preset: gb200_nvl72\n  gpus: 70\n",
+            "gpus: 70",
+            "nvlink_domain.gpus",
+            "does not divide into whole trays of 4; expected a multiple of 4 (such as 68 or 72)",
+        ),
+        (
+            "  preset: gb200_nvl72\n",
+            "  preset: gb200_nvl72\n  gpus_per_tray: 8\n  gpus: 144\n",
+            "gpus_per_tray: 8",
+            "nvlink_domain.gpus_per_tray",
+            "8 GPUs per tray, but a tray holds 4; expected 1 to 4",
+        ),
+        (
+            "block_sizes: [18]",
+            "block_sizes: [18, 5]",
+            "block_sizes: [18, 5]",
+            "nvlink_domain.block_sizes.1",
+            "block size 5 does not divide the domain of 18 trays; expected one of 1, 2, 3, 6, 9, 18",
+        ),
+        (
+            "rack_power_budget_kw: 140",
+            "rack_power_budget_kw: 100",
+            "rack_power_budget_kw: 100",
+            "sites.0.rack_power_budget_kw",
+            "draws 134.1 kW, over site dc1's rack budget of 100 kW; expected racks of at most 100 kW",
+        ),
+        (
+            "nodes_per_unit: 144",
+            "nodes_per_unit: 140",
+            "",
+            "nvlink_domain.node_type",
+            "140 hosts of node type 'gb200_tray' do not fill whole NVLink domains of 18 trays; expected a multiple",
+        ),
+    ],
+)
+def test_bad_domain_refused_with_file_line_field(tmp_path, old, new, needle, field, expected):
+    message, text = _refused(tmp_path, old, new)
+    line = _nvlink_node_type_line(text) if field == "nvlink_domain.node_type" else _line(text, needle)
+    assert f"bad.topology.yml:{line}: {field}: " in message, message
+    assert expected in message, message
+
+
+def _nvlink_node_type_line(text: str) -> int:
+    start = _line(text, "nvlink_domain:")
+    return next(n for n, line in enumerate(text.splitlines(), 1) if n > start and "node_type:" in line)
+
+
+def test_preset_fields_needed_without_a_preset(tmp_path):
+    message, text = _refused(tmp_path, "  preset: gb200_nvl72\n", "")
+    line = _line(text, "nvlink_domain:")
+    assert f"bad.topology.yml:{line}: nvlink_domain.gpus: required without a preset" in message
+
+
+def test_gpus_per_tray_must_match_the_node_type(tmp_path):
+    message, text = _refused(
+        tmp_path, "  preset: gb200_nvl72\n", "  preset: gb200_nvl72\n  gpus: 36\n  gpus_per_tray: 2\n"
+    )
+    line = _line(text, "gpus_per_tray: 2")
+    assert f":{line}: nvlink_domain.gpus_per_tray: 2 GPUs per tray, but node type 'gb200_tray' has 4" in message
+
+
+def test_nvl36x2_spans_two_racks_per_domain():
+    plan = load(EXAMPLE)
+    spec = plan.topology.nvlink_domain.model_copy(update={"preset": "gb200_nvl36x2"})
+    domain, problems = nvlink.resolve(spec)
+    assert problems == [] and domain.racks == 2 and domain.trays_per_rack == 9 and domain.trays == 18
+
+
+# --- render ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    from clusterforge.topology.render import files
+
+    plan = load(EXAMPLE)
+    return plan, files(plan)
+
+
+def test_block_topology_has_one_block_per_domain(rendered):
+    _, found = rendered
+    lines = [line for line in found["slurm/topology.block.conf"].splitlines() if not line.startswith("#")]
+    assert lines[0] == "BlockName=nvl01 Nodes=gb[001-018]"
+    assert lines[7] == "BlockName=nvl08 Nodes=gb[127-144]"
+    assert lines[8:] == ["BlockSizes=18"]
+
+
+def test_imex_node_list_holds_each_domains_tray_addresses(rendered):
+    plan, found = rendered
+    domains = nvlink.domains(plan.topology, plan.hosts)
+    for number, trays in enumerate(domains, 1):
+        text = found[f"imex/nvl{number:02d}/nodes_config.cfg"]
+        assert text.splitlines() == [plan.interface_addresses(host)["inband"] for host in trays]
+    assert (
+        len(set(found["imex/nvl01/nodes_config.cfg"].split()) & set(found["imex/nvl02/nodes_config.cfg"].split())) == 0
+    )
+
+
+def test_nccl_multi_node_nvlink_only_for_domain_trays(rendered):
+    _, found = rendered
+    tray = found["nccl/gb200_tray.env"].splitlines()
+    for setting in ("NCCL_MNNVL_ENABLE=1", "NCCL_NVLS_ENABLE=1", "NCCL_CUMEM_ENABLE=1"):
+        assert setting in tray
+    superpod = files_of(PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml")
+    assert "MNNVL" not in superpod["nccl/dgx_h100.env"]
+    assert not any(name.startswith("imex/") or name.endswith("block.conf") for name in superpod)
+
+
+def files_of(path: Path) -> dict[str, str]:
+    from clusterforge.topology.render import files
+
+    return files(load(path))
+
+
+def test_compute_domains_and_labels(rendered):
+    import yaml
+
+    _, found = rendered
+    domains = list(yaml.safe_load_all(found["kubernetes/compute-domains.yml"]))
+    assert [d["metadata"]["name"] for d in domains] == [f"nvl72-nvl{n:02d}" for n in range(1, 9)]
+    assert {d["kind"] for d in domains} == {"ComputeDomain"}
+    assert {d["spec"]["numNodes"] for d in domains} == {18}
+    labels = yaml.safe_load(found["kubernetes/nvlink-domain-labels.yml"])
+    assert labels["gb018"] == {"clusterforge.io/nvlink-domain": "nvl01"}
+    assert labels["gb019"] == {"clusterforge.io/nvlink-domain": "nvl02"}
+
+
+# --- draw ------------------------------------------------------------------------------------
+
+
+def test_drawing_shows_each_rack_with_its_domain_and_rails():
+    import xml.etree.ElementTree as ET
+
+    from clusterforge.topology.draw import render_svg
+
+    svg = ET.fromstring(render_svg(load(EXAMPLE)))
+    ns = "{http://www.w3.org/2000/svg}"
+    racks = [rect for rect in svg.iter(f"{ns}rect") if rect.get("class") == "rack"]
+    titles = [rect.find(f"{ns}title").text for rect in racks]
+    assert titles[0] == "nvl01 rack 1: gb[001-018], 18 trays, 9 NVLink switch trays"
+    assert titles[-1].startswith("nvl08 rack 1: gb[127-144]")
+    assert len(racks) == 8
+    texts = [text.text for text in svg.iter(f"{ns}text")]
+    assert any(t and t.startswith("NVLink racks: 8 racks") and "134.1 kW liquid-cooled" in t for t in texts), texts
+    assert texts.count("18 trays \u00b7 72 GPUs") == 8
+    # Each rack box holds one stripe per scale-out rail (4), inside the box.
+    for rack in racks:
+        x, y, w, h = (float(rack.get(k)) for k in ("x", "y", "width", "height"))
+        stripes = [
+            r
+            for r in svg.iter(f"{ns}rect")
+            if r.get("height") == "6" and x <= float(r.get("x")) <= x + w and y <= float(r.get("y")) <= y + h
+        ]
+        assert len(stripes) == 4
+    superpod = render_svg(load(PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml"))
+    assert "NVLink racks" not in superpod
+
+
+def test_domain_that_would_span_two_scalable_units_is_refused(tmp_path):
+    # 2 units of 27 trays: 54 trays make 3 whole domains, but the second would span both units.
+    old = "scalable_units:\n  count: 1\n  nodes_per_unit: 144\n"
+    message, text = _refused(tmp_path, old, "scalable_units:\n  count: 2\n  nodes_per_unit: 27\n")
+    assert f":{_nvlink_node_type_line(text)}: nvlink_domain.node_type: scalable unit 1 holds 27 trays" in message
