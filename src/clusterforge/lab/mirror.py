@@ -16,7 +16,7 @@ Six repositories, in the vendors' (and a site's) layouts:
 - ``compute/cuda/repos/debian12/<x86_64|sbsa>``: NVIDIA's flat CUDA repository
   ``https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /``, key at
   ``compute/cuda/repos/debian12/x86_64/3bf863cc.pub`` (the driver packages', the CUDA toolkit
-  metapackages' and cuDNN's stand-ins).
+  metapackages', cuDNN's and DCGM's stand-ins).
 - ``lustre/lustre-2.15.x/debian12/client``: a Lustre client repository laid out like Whamcloud's
   per-release, per-OS client directories (``lustre-<version>/<os>/client/``), as a flat apt
   repository a site or DDN serves, key at ``lustre/lustre-2.15.x/debian12/client/lustre.asc``
@@ -164,6 +164,16 @@ def _cudnn_standins() -> list[StandIn]:
     return out
 
 
+# DCGM's host engine unit, under the name NVIDIA's datacenter-gpu-manager package gives it (the real
+# one runs nv-hostengine): the dcgm role starts it on GPU nodes only. It runs nothing of NVIDIA's.
+DCGM_UNIT = _idle_unit("nvidia-dcgm", "NVIDIA DCGM service")
+
+
+def _dcgm_standins() -> list[StandIn]:
+    """DCGM 3 as NVIDIA's CUDA repository names and versions it (epoch 1: datacenter-gpu-manager=1:3.3.5)."""
+    return [StandIn(CUDA, "datacenter-gpu-manager", version, files=(DCGM_UNIT,)) for version in ("1:3.3.5", "1:3.3.6")]
+
+
 def _cuda_toolkit_standins() -> list[StandIn]:
     """The CUDA toolkit metapackages of two releases, two updates each, for side-by-side installs."""
     out = []
@@ -227,6 +237,7 @@ def default_standins(suite: str = "trixie") -> list[StandIn]:
         + _cuda_standins()
         + _cuda_toolkit_standins()
         + _cudnn_standins()
+        + _dcgm_standins()
         + _lustre_standins()
         + _kubernetes_standins()
     )

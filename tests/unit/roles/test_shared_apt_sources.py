@@ -53,6 +53,7 @@ NVIDIA_PATHS = {
     "cudnn": ({}, None),
     "nccl": ({"nccl_install_from": "repository"}, None),
     "nvidia_fabricmanager": ({}, None),
+    "dcgm": ({}, None),
 }
 # ... and to the distribution's archive components (Debian 13: the default of all three).
 ARCHIVE_PATHS = {

@@ -94,6 +94,7 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
                 [f"./{mirror.FABRICMANAGER_UNIT[0]}"] if stanza["Package"].startswith("nvidia-fabricmanager") else []
             ) + ([f"./{mirror.LNET_UNIT[0]}"] if stanza["Package"] == "lustre-client-utils" else [])
             extra += [f"./{mirror.KUBELET_UNIT[0]}"] if stanza["Package"] == "kubelet" else []
+            extra += [f"./{mirror.DCGM_UNIT[0]}"] if stanza["Package"] == "datacenter-gpu-manager" else []
             assert sorted(paths) == sorted([f"./{mirror.STANDIN_MARKER_DIR}/{stanza['Package']}", *extra]), name
     assert versions["nvidia-container-toolkit"] == {"1.17.8-1", "1.17.9-1"}
     assert versions["docker-ce"] == {"5:28.5.1-1~debian.13~trixie", "5:28.5.2-1~debian.13~trixie"}
@@ -117,6 +118,7 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
         "libcudnn9-cuda-12",
         "libcudnn9-headers-cuda-12",
         "libcudnn9-dev-cuda-12",
+        "datacenter-gpu-manager",
         "lustre-client-modules-dkms",
         "lustre-client-utils",
         "kubeadm",
@@ -125,6 +127,7 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
     }
     assert versions["lustre-client-utils"] == {"2.15.6-1", "2.15.7-1"}
     assert versions["kubeadm"] == {"1.33.5-1.1", "1.33.6-1.1"}
+    assert versions["datacenter-gpu-manager"] == {"1:3.3.5", "1:3.3.6"}
 
 
 def test_pool_file_names_drop_the_epoch():
@@ -151,6 +154,8 @@ def test_the_fabric_manager_stand_in_carries_a_harmless_unit_of_nvidia_s_name(tm
     assert mirror.STANDIN_LABEL in unit
     assert "ExecStart=/bin/sleep infinity" in unit
     assert [p.files for p in mirror.default_standins() if p.files and p.name != "nvidia-fabricmanager-550"] == [
+        (mirror.DCGM_UNIT,),
+        (mirror.DCGM_UNIT,),
         (mirror.LNET_UNIT,),
         (mirror.LNET_UNIT,),
         (mirror.KUBELET_UNIT,),

@@ -31,6 +31,7 @@ TABLES = {
         **gpudirect_host.PEERMEM_KEYS,
         **gpudirect_host.IOMMU_KEYS,
     },
+    "dcgm_check": gpu_judge.DCGMI_KEYS,
 }
 # A value of each Ansible option type, for a module's every option set at once.
 SAMPLES = {"int": 2, "float": 1.5, "bool": True, "str": "x", "path": "/x", "list": ["mlx5_0"], "dict": {"mlx5_0": 400}}
@@ -50,7 +51,9 @@ def test_expectation_options_have_the_keys_types(name: str):
         assert spec[option].get("type", "str") in TABLES[name][key].types, f"{name}: {option} is not {key}'s type"
 
 
-@pytest.mark.parametrize("name", ["gpu_check", "ib_check", "ib_bandwidth_check", "nccl_check", "gpudirect_check"])
+@pytest.mark.parametrize(
+    "name", ["gpu_check", "ib_check", "ib_bandwidth_check", "nccl_check", "gpudirect_check", "dcgm_check"]
+)
 def test_a_modules_expectation_holds_only_its_judges_keys(name: str):
     module = load_module(name)
     keys = {option: TABLES[name].get(key) for option, key in module.EXPECTATION_OPTIONS.items()}
