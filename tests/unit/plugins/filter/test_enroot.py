@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from tests.paths import PROJECT
 from tests.paths import filters as filters_of
 
 FILTERS = filters_of("plugins/filter/enroot.py")
@@ -14,7 +13,9 @@ kernel_problems = FILTERS["clusterforge_enroot_kernel_problems"]
 storage = FILTERS["clusterforge_enroot_storage"]
 hooks = FILTERS["clusterforge_enroot_hooks"]
 
-HOST_FILESYSTEMS = (PROJECT / "tests/fixtures/proc_filesystems/linux-6.18-container-host.txt").read_text()
+# /proc/filesystems of this project's build machine (Linux 6.18, in a container), its first lines and
+# the overlay line: "nodev" and a tab before a file system the kernel mounts without a device.
+HOST_FILESYSTEMS = "nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tcgroup\nnodev\tcgroup2\n\text4\nnodev\toverlay\n"
 WITHOUT_OVERLAY = "".join(line for line in HOST_FILESYSTEMS.splitlines(keepends=True) if "overlay" not in line)
 
 
