@@ -12,6 +12,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,31 +292,41 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	return -1;
 }
 
-/* The step's own container (no --container-name) goes with the step. */
+/* The step's own container (no --container-name) goes with the step: removed as the job's user
+ * (slurmstepd is root here), with a plain environment (the job's is not an item of this call). */
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
 	char name[256];
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
-	char **env = NULL;
+	int status;
+	char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", NULL};
 
 	(void)ac;
 	(void)av;
 	if (spank_context() != S_CTX_REMOTE || !args.image || args.name)
 		return 0;
 	if (container_name(sp, name, sizeof(name)) || spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS)
+	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+		slurm_error("pyxis: cannot name the step's container to remove it");
 		return 0;
+	}
 	pid = fork();
 	if (pid == 0) {
 		char *rm_argv[] = {ENROOT, "remove", "--force", name, NULL};
-		if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
+		/* slurmstepd signals what is left of the step as it ends: the removal is not the step's. */
+		setsid();
+		signal(SIGTERM, SIG_IGN);
+		/* Root here drops to the user; a slurmstepd already running as the user keeps its groups. */
+		if (geteuid() == 0 && setgroups(0, NULL))
+			_exit(125);
+		if (setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
 			_exit(126);
 		execve(ENROOT, rm_argv, env);
 		_exit(127);
 	}
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		slurm_error("pyxis: removing container %s failed (wait status %d, euid %d)", name, status, (int)geteuid());
 	return 0;
 }
