@@ -8,7 +8,9 @@ call the same judge. The job's record, as the acceptance harness writes it:
     checkpoint_every  K: checkpoints are taken after every K steps
     ranks             one entry per rank that reported: rank, host, final_loss (the all-reduced
                       mean loss of the last step, the same on every rank), steps, seconds (of
-                      training), resumed_from (the checkpoint step it resumed from, or null), rc
+                      training), resumed_from (the checkpoint step it resumed from, or null), rc;
+                      optional run (the harness's step: reference, killed, resumed), phase and
+                      error of a rank that failed
     hosts             optional rank -> host of the allocation, to name a rank that never reported
     killed            optional {rank, host, at_step}: the rank the harness killed mid-run
     timeouts          optional [{phase, rank, host, limit_s}]: phases that ran past their limit
@@ -59,7 +61,10 @@ def _problems(job: dict) -> list[str]:
     for rank in sorted(ranks):
         entry = ranks[rank]
         if entry.get("rc") not in (0, None):
-            problems.append(f"{_who(entry)}: exited {entry.get('rc')}")
+            # Where the harness says it: which run (reference, killed, resumed), which phase, why.
+            where = f" in the {entry['run']} run" if entry.get("run") else ""
+            why = f" ({entry.get('phase') or 'error'}: {entry['error']})" if entry.get("error") else ""
+            problems.append(f"{_who(entry)}: exited {entry.get('rc')}{where}{why}")
             continue
         loss = _number(entry.get("final_loss"))
         if loss is None:
