@@ -22,15 +22,25 @@ call the same judge. The job's record, as the acceptance harness writes it:
 
 from __future__ import annotations
 
+import json
 import math
 
-from ansible.module_utils.verdicts import FAIL, PASS, CheckResult, result
+from ansible.module_utils.expectation_keys import Key
+from ansible.module_utils.verdicts import FAIL, PASS, CheckResult, ParseError, result
 
 CHECK = "training.smoke"
 # gloo on CPU and NCCL with a fixed algorithm repeat the same sums in the same order: a resumed run
 # matches the uninterrupted one to the last bits in practice; the tolerance only absorbs printing.
 LOSS_RELATIVE_TOLERANCE = 1e-6
 BUSBW_FLOOR = 0.80
+
+# What `clusterforge check judge training` may set over a saved record (its own fields otherwise).
+TRAINING_KEYS = {
+    "expected_busbw_gbps": Key(
+        ("float",), "nccl-tests all-reduce floor (GB/s) the job's bus bandwidth is held to", above=0
+    ),
+    "reference_loss": Key(("float",), "final loss of an uninterrupted run with the same seed, instead of the record's"),
+}
 
 
 def _who(entry: dict) -> str:
@@ -127,3 +137,20 @@ def judge(job: dict) -> CheckResult:
         f" {_who(killed)} was killed at step {killed.get('at_step')} and the job resumed from a checkpoint;"
         f" {measured['steps_per_second']} steps/s{bandwidth}",
     )
+
+
+def parse_job_record(text: str, source: str = "job record") -> dict:
+    """A saved job record (training_check's `job`, in a run's <host>.json under the record of
+    module training_check) from its JSON text."""
+    try:
+        job = json.loads(text)
+    except ValueError as exc:
+        raise ParseError(f"not JSON: {exc}", source=source) from None
+    if not isinstance(job, dict) or not isinstance(job.get("ranks"), list) or "world_size" not in job:
+        raise ParseError("expected an object with world_size and a list of ranks (training_check's job)", source=source)
+    return job
+
+
+def judge_job(job: dict, expected: dict) -> list:
+    """[training.smoke] of a saved record, with the expectations given over its own fields."""
+    return [judge({**job, **expected})]

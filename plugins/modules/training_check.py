@@ -171,6 +171,8 @@ from ansible.module_utils.training_job import (
 from ansible.module_utils.training_judge import CHECK, judge
 from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, result, skipped
 
+# Options that are training_judge.TRAINING_KEYS, by the key they give.
+EXPECTATION_OPTIONS = {"expected_busbw_gbps": "expected_busbw_gbps"}
 REPLAY_FILES = {phase: (f"training-{phase}.txt",) for phase in PHASES}
 
 # The root holds a directory per job that the module removes as root: never a system directory.

@@ -5,7 +5,7 @@ expectation a module builds holds only keys of those tables, with values of thei
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils import cabling_judge, gpu_judge, ib_judge, nccl_judge
+from ansible.module_utils import cabling_judge, gpu_judge, ib_judge, nccl_judge, training_judge
 from ansible.module_utils.expectation_keys import validate
 
 from .conftest import load_module
@@ -17,6 +17,7 @@ TABLES = {
     "ib_bandwidth_check": ib_judge.PERFTEST_KEYS,
     "nccl_check": nccl_judge.NCCL_KEYS,
     "cabling_check": cabling_judge.CABLING_KEYS,
+    "training_check": training_judge.TRAINING_KEYS,
 }
 # A value of each Ansible option type, for a module's every option set at once.
 SAMPLES = {"int": 2, "float": 1.5, "bool": True, "str": "x", "path": "/x", "list": ["mlx5_0"], "dict": {"mlx5_0": 400}}
