@@ -36,9 +36,11 @@ def _converged(docker_client) -> bool:
 
 @pytest.fixture(scope="module")
 def validated(lab, docker_client, tmp_path_factory):
-    """validate.yml on the lab after site.yml (run here only when this file runs alone)."""
+    """validate.yml on the lab once Slurm and PyTorch are on it: after test_lab_site's site.yml when
+    the suite runs; when this file runs alone, the stages the job needs (base: the package cache)."""
     if not _converged(docker_client):
-        clusterforge("run", "-i", str(lab["inventory"]), env=lab["env"])
+        for stage in ("base", "slurm", "training"):
+            clusterforge("run", stage, "-i", str(lab["inventory"]), env=lab["env"])
     reports = tmp_path_factory.mktemp("training-reports")
     done = clusterforge(
         "run",
