@@ -170,6 +170,7 @@ RECORD_KEYS = (
     "rc",
     "gpus",
     "ports",
+    "job",  # training_check: the acceptance job's record (ranks, hosts, the killed rank, the reference loss)
 )
 
 

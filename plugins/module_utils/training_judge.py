@@ -8,7 +8,9 @@ call the same judge. The job's record, as the acceptance harness writes it:
     checkpoint_every  K: checkpoints are taken after every K steps
     ranks             one entry per rank that reported: rank, host, final_loss (the all-reduced
                       mean loss of the last step, the same on every rank), steps, seconds (of
-                      training), resumed_from (the checkpoint step it resumed from, or null), rc
+                      training), resumed_from (the checkpoint step it resumed from, or null), rc;
+                      optional run (the harness's step: reference, killed, resumed), phase and
+                      error of a rank that failed
     hosts             optional rank -> host of the allocation, to name a rank that never reported
     killed            optional {rank, host, at_step}: the rank the harness killed mid-run
     timeouts          optional [{phase, rank, host, limit_s}]: phases that ran past their limit
@@ -20,15 +22,25 @@ call the same judge. The job's record, as the acceptance harness writes it:
 
 from __future__ import annotations
 
+import json
 import math
 
-from ansible.module_utils.verdicts import FAIL, PASS, CheckResult, result
+from ansible.module_utils.expectation_keys import Key
+from ansible.module_utils.verdicts import FAIL, PASS, CheckResult, ParseError, result
 
 CHECK = "training.smoke"
 # gloo on CPU and NCCL with a fixed algorithm repeat the same sums in the same order: a resumed run
 # matches the uninterrupted one to the last bits in practice; the tolerance only absorbs printing.
 LOSS_RELATIVE_TOLERANCE = 1e-6
 BUSBW_FLOOR = 0.80
+
+# What `clusterforge check judge training` may set over a saved record (its own fields otherwise).
+TRAINING_KEYS = {
+    "expected_busbw_gbps": Key(
+        ("float",), "nccl-tests all-reduce floor (GB/s) the job's bus bandwidth is held to", above=0
+    ),
+    "reference_loss": Key(("float",), "final loss of an uninterrupted run with the same seed, instead of the record's"),
+}
 
 
 def _who(entry: dict) -> str:
@@ -59,7 +71,10 @@ def _problems(job: dict) -> list[str]:
     for rank in sorted(ranks):
         entry = ranks[rank]
         if entry.get("rc") not in (0, None):
-            problems.append(f"{_who(entry)}: exited {entry.get('rc')}")
+            # Where the harness says it: which run (reference, killed, resumed), which phase, why.
+            where = f" in the {entry['run']} run" if entry.get("run") else ""
+            why = f" ({entry.get('phase') or 'error'}: {entry['error']})" if entry.get("error") else ""
+            problems.append(f"{_who(entry)}: exited {entry.get('rc')}{where}{why}")
             continue
         loss = _number(entry.get("final_loss"))
         if loss is None:
@@ -122,3 +137,20 @@ def judge(job: dict) -> CheckResult:
         f" {_who(killed)} was killed at step {killed.get('at_step')} and the job resumed from a checkpoint;"
         f" {measured['steps_per_second']} steps/s{bandwidth}",
     )
+
+
+def parse_job_record(text: str, source: str = "job record") -> dict:
+    """A saved job record (training_check's `job`, in a run's <host>.json under the record of
+    module training_check) from its JSON text."""
+    try:
+        job = json.loads(text)
+    except ValueError as exc:
+        raise ParseError(f"not JSON: {exc}", source=source) from None
+    if not isinstance(job, dict) or not isinstance(job.get("ranks"), list) or "world_size" not in job:
+        raise ParseError("expected an object with world_size and a list of ranks (training_check's job)", source=source)
+    return job
+
+
+def judge_job(job: dict, expected: dict) -> list:
+    """[training.smoke] of a saved record, with the expectations given over its own fields."""
+    return [judge({**job, **expected})]

@@ -97,7 +97,7 @@ def _topology(parsed: Any, expected: dict[str, Any]) -> list:
 
 
 # The judge calls are those of the modules: gpu_check (nvidia-smi -q, topo -m, kernel log), ib_check
-# (sysfs, ibstat, ibv_devinfo), ib_bandwidth_check, nccl_check, cabling_check. gpu_check counts GPUs
+# (sysfs, ibstat, ibv_devinfo), ib_bandwidth_check, nccl_check, cabling_check, training_check. gpu_check counts GPUs
 # from nvidia-smi -q only; the topo -m kind counts them too, and judges GPU-NIC affinity. dcgmi and
 # --query-gpu CSV have no node module; their judges are the ones a module would call.
 KINDS = {
@@ -231,6 +231,14 @@ KINDS = {
         lambda parsed, expected: [load("gpudirect_host").judge_iommu(parsed, expected)],
         (("gpudirect_host", "IOMMU_KEYS"),),
         "gpudirect.iommu",
+    ),
+    "training": Kind(
+        "training_judge",
+        "parse_job_record",
+        "the acceptance training job's record (training_check's job)",
+        _call("training_judge", "judge_job"),
+        (("training_judge", "TRAINING_KEYS"),),
+        "training.smoke",
     ),
     "dcgmi": Kind(
         "dcgmi",

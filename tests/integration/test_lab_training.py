@@ -1,0 +1,138 @@
+"""The acceptance training job on a real lab: Debian's python3-torch on the compute nodes (the
+training stage), the job through the real Slurm across node01 and node02 (one srun task per rank,
+gloo), rank 1 on node02 killed mid-run and the retried step resumed from rank 0's checkpoint, the
+verdict training.smoke in the run's records, report.json, JUnit, HTML and the node's metrics; then
+a rank that never joins, judged fail naming node02 and rank 1 within the step's time limit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from clusterforge.cli import check as check_cli
+from tests.integration.conftest import TEST_LAB, clusterforge
+from tests.paths import PROJECT
+
+pytestmark = pytest.mark.lab
+BIN = Path(sys.executable).parent
+SCRIPT = "/opt/clusterforge/examples/ddp_smoke.py"
+METRICS = "/var/tmp/clusterforge-training-metrics"
+
+
+def _converged(docker_client) -> bool:
+    """Whether site.yml has run on the lab (test_lab_site's run, when the whole suite runs)."""
+    head = docker_client.containers.get(f"clusterforge-{TEST_LAB}-head01")
+    node = docker_client.containers.get(f"clusterforge-{TEST_LAB}-node02")
+    slurm = head.exec_run(["sinfo", "--noheader"]).exit_code == 0
+    return slurm and node.exec_run(["test", "-f", SCRIPT]).exit_code == 0
+
+
+@pytest.fixture(scope="module")
+def validated(lab, docker_client, tmp_path_factory):
+    """validate.yml on the lab once Slurm and PyTorch are on it: after test_lab_site's site.yml when
+    the suite runs; when this file runs alone, the stages the job needs (base: the package cache)."""
+    if not _converged(docker_client):
+        for stage in ("base", "slurm", "training"):
+            clusterforge("run", stage, "-i", str(lab["inventory"]), env=lab["env"])
+    reports = tmp_path_factory.mktemp("training-reports")
+    # The metrics go to a textfile directory of the test's own (the node exporter's exists only
+    # after the monitoring stage, which this file does not need).
+    head = docker_client.containers.get(f"clusterforge-{TEST_LAB}-head01")
+    assert head.exec_run(["mkdir", "-p", METRICS]).exit_code == 0
+    done = clusterforge(
+        "run",
+        "validate",
+        "-i",
+        str(lab["inventory"]),
+        "-e",
+        f"clusterforge_report_dir={reports}",
+        "-e",
+        "clusterforge_validation_run_id=training",
+        "-e",
+        f"clusterforge_validation_textfile_dir={METRICS}",
+        env=lab["env"],
+        check=False,
+    )
+    return {"done": done, "run_dir": reports / "training"}
+
+
+def test_the_job_loses_a_rank_resumes_and_passes_through_slurm(validated, docker_client, tmp_path):
+    done = validated["done"]
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    head = json.loads((validated["run_dir"] / "head01.json").read_text())
+    record = next(r for r in head["results"] if r["module"] == "training_check")
+    assert record["status"] == "pass", record
+    job = record["job"]
+    assert job["world_size"] == 2 and job["phases"] == ["reference", "killed", "resumed"]
+    assert job["hosts"] == {"0": "node01", "1": "node02"}
+    assert job["killed"] == {"rank": 1, "host": "node02", "at_step": 23}
+    # Every rank of the retried step resumed from step 20's checkpoint (the last before 23) and
+    # ended with the uninterrupted run's loss, computed on the other node's rank too.
+    assert [(r["rank"], r["host"], r["resumed_from"], r["steps"]) for r in job["ranks"]] == [
+        (0, "node01", 20, 20),
+        (1, "node02", 20, 20),
+    ]
+    assert {r["final_loss"] for r in job["ranks"]} == {job["reference_loss"]}
+    check = record["checks"][0]
+    print("training.smoke:", json.dumps(check))
+    assert check["check"] == "training.smoke"
+    assert check["measured"]["steps_per_second"] > 0
+    assert "all-reduce bandwidth not judged (gloo on CPU)" in check["message"]
+
+    out = tmp_path / "out"
+    parser = argparse.ArgumentParser()
+    check_cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    assert check_cli.run(parser.parse_args(["report", str(validated["run_dir"]), "-o", str(out)])) == 0
+    nodes = {node["host"]: node for node in json.loads((out / "report.json").read_text())["nodes"]}
+    smoke = next(c for c in nodes["head01"]["checks"] if c["check"] == "training.smoke")
+    assert smoke["status"] == "pass"
+    suites = {s.get("name"): s for s in ET.parse(out / "junit.xml").getroot().findall("testsuite")}
+    case = next(c for c in suites["head01"].findall("testcase") if c.get("name") == "training.smoke")
+    assert case.find("failure") is None and case.find("skipped") is None
+    assert "training.smoke" in (out / "report.html").read_text()
+    metrics = docker_client.containers.get(f"clusterforge-{TEST_LAB}-head01").exec_run(
+        ["cat", f"{METRICS}/clusterforge_validation.prom"]
+    )
+    assert 'check="training.smoke"' in metrics.output.decode()
+    # The job's checkpoints are gone with it.
+    left = docker_client.containers.get(f"clusterforge-{TEST_LAB}-node01").exec_run(
+        ["find", "/scratch/checkpoints/clusterforge-acceptance", "-mindepth", "1"]
+    )
+    assert left.output.decode().strip() == ""
+
+
+def test_a_rank_that_never_joins_fails_naming_host_and_rank_without_a_hang(lab, validated):
+    began = time.monotonic()
+    done = subprocess.run(
+        [
+            str(BIN / "ansible"),
+            "head01",
+            "-i",
+            str(lab["inventory"]),
+            "--become",
+            "-m",
+            "training_check",
+            "-a",
+            json.dumps({"nodes": ["node01", "node02"], "stall_rank": 1, "phase_timeout": 40}),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT,
+        env={**os.environ, **lab["env"], "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        check=False,
+        timeout=300,
+    )
+    elapsed = time.monotonic() - began
+    assert done.returncode != 0, done.stdout
+    assert "rank 1 on node02: never reported (did it join?)" in done.stdout, done.stdout[-3000:]
+    assert "rank 0 on node01: exited 1 in the reference run (rendezvous:" in done.stdout, done.stdout[-3000:]
+    # The other rank gives up after half the step's 40 s; the step is not left running.
+    assert elapsed < 120, elapsed
