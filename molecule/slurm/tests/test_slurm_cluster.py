@@ -95,6 +95,8 @@ def test_openmpi_and_pmix_are_installed_and_held_on_each_compute_node(node, name
         assert host.package(package).is_installed, package
         assert host.package(package).version.startswith("5.0.7"), package
     assert set(MPI_PACKAGES) <= set(host.check_output("apt-mark showhold").split())
+    # The scenario leaves the build packages out (mpi_development false).
+    assert host.package("libopenmpi-dev").is_installed == node(name)[1]["mpi_development"]
     # OpenMPI uses the distribution's PMIx (the one Slurm's PMIx server speaks), not one of its own.
     assert "pmix" in host.check_output("ompi_info --parsable --component pmix")
 
