@@ -6,6 +6,7 @@ started by `srun --mpi=pmix` and by plain srun (MpiDefault). No mpirun, no SSH b
 from __future__ import annotations
 
 import io
+import json
 import re
 import tarfile
 
@@ -103,3 +104,9 @@ def test_without_pmix_the_ranks_are_not_one_job(head):
     assert done.exit_code != 0, output
     sizes = re.findall(r"\bsize=(\d+)", output)
     assert sizes and set(sizes) == {"1"}, output
+
+
+def test_a_second_run_of_the_slurm_stage_changes_nothing(lab, head):
+    done = clusterforge("run", "slurm", "-i", str(lab["inventory"]), "--json", env=lab["env"])
+    totals = json.loads(done.stdout)["totals"]
+    assert totals["failed"] == 0 and totals["changed_tasks"] == 0, done.stdout[-3000:]
