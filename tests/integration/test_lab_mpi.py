@@ -17,7 +17,8 @@ from tests.paths import PROJECT
 
 pytestmark = pytest.mark.lab
 SOURCE = PROJECT / "tests" / "integration" / "mpi" / "allreduce.c"
-WORKDIR = "/tmp/clusterforge-mpi"
+# Not under /tmp: systemd mounts a tmpfs there inside the node, which Docker's archive API does not see.
+WORKDIR = "/var/tmp/clusterforge-mpi"
 COMPUTE = ("node01", "node02")
 LINE = re.compile(
     r"^rank=(?P<rank>\d+) size=(?P<size>\d+) host=(?P<host>\S+) sum=(?P<sum>\d+) "

@@ -60,6 +60,7 @@ def test_only_hosts_of_mpi_groups_get_mpi(groups, selected):
                 "libpmix2t64=5.0.7-1",
                 "libopenmpi-dev=5.0.7-1",
                 "libpmix-dev=5.0.7-1",
+                "gcc=4:14.2.0-1",
             ],
         ),
     ],
