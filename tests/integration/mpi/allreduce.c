@@ -1,8 +1,8 @@
 /* An MPI program for the lab's Slurm (tests/integration/test_lab_mpi.py): every rank adds rank + 1
  * with MPI_Allreduce and gathers every rank's host with MPI_Allgather, then prints one line. A rank
- * that MPI_Init did not wire to the others (no PMIx server, or a singleton) sees size=1 and only
+ * that MPI_Init did not wire to the others (no PMIx server: a singleton) sees size=1 and only
  * itself, so the line shows whether the ranks really formed one job across the nodes. Exits 1 when
- * the sum is not 1 + 2 + ... + size. */
+ * the sum is not 1 + 2 + ... + size (a wrong all-reduce). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -89,9 +89,7 @@ def test_the_mca_block_is_one_sorted_line_per_parameter():
     assert render(merge["path"], **variables) == "/etc/openmpi/openmpi-mca-params.conf"
 
 
-def test_the_mca_default_is_the_container_settings_only_inside_a_container():
-    container = _variables(ansible_facts={**OS_FACTS["debian13"], **CONTAINER})
-    assert render(DEFAULTS["mpi_openmpi_mca_params"], **container) == ROLE_VARS["__mpi_container_mca_params"]
-    assert render(DEFAULTS["mpi_openmpi_mca_params"], **_variables()) == {}
-    # Preflight's fact wins over the facts.
-    assert render(DEFAULTS["mpi_openmpi_mca_params"], **container, clusterforge_in_container=False) == {}
+def test_the_mca_default_keeps_debian_s_settings():
+    assert DEFAULTS["mpi_openmpi_mca_params"] == {}
+    merge = _task("Merge the MCA parameters into OpenMPI's parameter file")["ansible.builtin.blockinfile"]
+    assert render(merge["state"], **_variables()) == "absent"
