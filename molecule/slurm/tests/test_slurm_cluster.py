@@ -141,3 +141,40 @@ def test_slurm_conf_enforces_the_limits_and_preempts_by_qos(ctl):
     assert config["PreemptType"] == "preempt/qos"
     assert config["PreemptMode"] == "REQUEUE"
     assert config["PriorityType"] == "priority/multifactor"
+
+
+# --- MPI with PMIx (the mpi role on slurm_compute, and the slurm role's MpiDefault) -------------------
+# Debian 13's packages: OpenMPI 5.0.7 built against PMIx 5.0.7, the libpmix2t64 Slurm's plugin uses.
+MPI_PACKAGES = ["openmpi-bin", "openmpi-common", "libopenmpi40", "libpmix2t64"]
+
+
+@pytest.mark.parametrize("name", COMPUTES)
+def test_openmpi_and_pmix_are_installed_and_held_on_each_compute_node(node, name):
+    host = node(name)[0]
+    for package in MPI_PACKAGES:
+        assert host.package(package).is_installed, package
+        assert host.package(package).version.startswith("5.0.7"), package
+    assert set(MPI_PACKAGES) <= set(host.check_output("apt-mark showhold").split())
+    # The scenario leaves the build packages out (mpi_development false).
+    assert host.package("libopenmpi-dev").is_installed == node(name)[1]["mpi_development"]
+    # OpenMPI uses the distribution's PMIx (the one Slurm's PMIx server speaks), not one of its own.
+    assert "/pmix2/lib/libpmix.so.2" in host.check_output("ldd /usr/bin/ompi_info")
+
+
+def test_the_controller_gets_no_mpi(ctl):
+    assert not ctl.package("openmpi-bin").is_installed
+
+
+@pytest.mark.parametrize("name", [CONTROLLER, *COMPUTES])
+def test_slurm_has_its_pmix_plugin_and_names_it_the_default(node, name):
+    host = node(name)[0]
+    # Shipped by slurm-wlm-basic-plugins (mpi_pmix.so -> mpi_pmix_v5.so), linked against libpmix2t64.
+    plugin = host.file("/usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix.so")
+    assert plugin.exists
+    assert "libpmix.so.2" in host.check_output("ldd /usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix.so")
+    assert "MpiDefault=pmix" in host.file("/etc/slurm/slurm.conf").content_string.splitlines()
+
+
+def test_srun_lists_pmix_and_slurmctld_reports_it_as_the_default(ctl, cluster_idle):
+    assert "pmix" in ctl.check_output("srun --mpi=list").split()
+    assert re.search(r"^MpiDefault\s+= pmix$", ctl.check_output("scontrol show config"), flags=re.MULTILINE)

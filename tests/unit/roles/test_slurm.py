@@ -67,6 +67,8 @@ def _variables(host: str = "node01", **overrides) -> dict:
         "inventory_hostname": host,
         "ansible_play_hosts_all": list(cluster["hostvars"]),
         "ansible_managed": "Ansible managed",
+        # tasks/mpi.yml's decision (tests/unit/roles/test_slurm_mpi.py): every host has mpi_pmix.so.
+        "__slurm_mpi": {"value": "pmix", "missing": [], "message": ""},
         **overrides,
     }
 
