@@ -102,8 +102,9 @@ def slurm(lab, docker_client):
 
 def test_slurm_conf_sets_the_prolog_epilog_and_flags(slurm):
     config = _exec(slurm["head01"], "scontrol", "show", "config")
-    assert re.search(r"^Prolog\s+= /usr/local/sbin/clusterforge-slurm-prolog$", config, re.M), config
-    assert re.search(r"^Epilog\s+= /usr/local/sbin/clusterforge-slurm-epilog$", config, re.M)
+    # Slurm 24.11 lists each of several Prolog/Epilog entries with its index: Prolog[0].
+    assert re.search(r"^Prolog(\[0\])?\s+= /usr/local/sbin/clusterforge-slurm-prolog$", config, re.M), config
+    assert re.search(r"^Epilog(\[0\])?\s+= /usr/local/sbin/clusterforge-slurm-epilog$", config, re.M)
     assert re.search(r"^PrologFlags\s+= Alloc,Contain$", config, re.M)
     assert re.search(r"^SchedulerParameters\s+= nohold_on_prolog_fail$", config, re.M)
 
