@@ -25,8 +25,10 @@ REPLAY_DIR = "/var/lib/clusterforge/node-check-replay"
 HEALTHY_QUERY = FIXTURES / "nvidia-smi_query" / "azure-8gpu-nvidia-smi-q-d-page-retirement-535.86.10.txt"
 XID79_LOG = FIXTURES / "kernel_log_xid" / "h100-xid79-fallen-off-bus-sxid20034-gpud.txt"
 PROLOG = "/usr/local/sbin/clusterforge-slurm-prolog"
+# The kernel log's Xid 79 and the driver's "fallen off the bus" line after it: two of its 10 events.
 REPLAYED_XID79 = (
-    "replayed from recorded outputs: gpu_check: 1 of 14 checks failed: gpu.xid: 9 events: Xid 79 on 0000:91:00"
+    "replayed from recorded outputs: gpu_check: 1 of 14 checks failed: gpu.xid: 10 events: Xid 79 on 0000:91:00,"
+    " GPU 0000:91:00.0 fell off the bus"
 )
 
 
