@@ -157,7 +157,9 @@ def test_a_replayed_xid79_drains_that_node_in_the_prolog_and_the_job_runs_on_the
 
 def test_a_gpu_lost_during_a_job_drains_the_node_in_the_epilog(slurm):
     head, node02 = slurm["head01"], slurm["node02"]
-    assert _until(lambda: _state(head, "node02"), lambda s: s == "idle|none", 30) == "idle|none"
+    # Idle again; Slurm 24.11 keeps the reason of a drain that `state=resume` ended, and the epilog
+    # drains by state (a node drained already keeps its reason), so only the state matters here.
+    assert _until(lambda: _state(head, "node02"), lambda s: s.split("|")[0] == "idle", 30).split("|")[0] == "idle"
     job = _exec(head, "sbatch", "--parsable", "--nodelist=node02", "--wrap=sleep 8")
     assert _until(lambda: _job(head, job)["JobState"], lambda s: s == "RUNNING") == "RUNNING"
     # The GPU falls off the bus while the job runs: the kernel logs Xid 79 (replayed).
