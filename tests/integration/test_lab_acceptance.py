@@ -92,6 +92,9 @@ def test_acceptance_on_the_lab_skips_hardware_steps_and_names_the_failed_step(la
 @pytest.fixture
 def busy_node01(lab, docker_client):
     head = _container(docker_client, "head01")
+    # The shared lab has Slurm once test_lab_site or another Slurm test ran; alone, this applies it.
+    if _run(head, "sinfo", "--noheader")[0] != 0:
+        clusterforge("run", "slurm", "-i", str(lab["inventory"]), env=lab["env"])
     rc, job = _run(head, "sbatch", "--parsable", "--nodelist=node01", "--time=10", "--wrap", "sleep 600")
     assert rc == 0, job
     job = job.strip().split(";")[0]

@@ -46,9 +46,13 @@ def _compile_on(container) -> None:
     _exec(container, ["mpicc", "-O2", "-o", f"{WORKDIR}/allreduce", f"{WORKDIR}/allreduce.c"])
 
 
+SRUN_WAITING = re.compile(r"^srun: job \d+ (queued and waiting for resources|has been allocated resources)$")
+
+
 def _ranks(output: str) -> list[dict]:
-    """One record per rank line; every other line of the job's output is a failure to show."""
-    lines = [line for line in output.splitlines() if line.strip()]
+    """One record per rank line; every other line of the job's output is a failure to show, but for
+    srun's own notes while it waits for the nodes (the previous job's epilog may still run there)."""
+    lines = [line for line in output.splitlines() if line.strip() and not SRUN_WAITING.match(line)]
     records = [LINE.match(line) for line in lines]
     assert all(records), output
     return sorted((record.groupdict() for record in records), key=lambda record: int(record["rank"]))
