@@ -157,8 +157,6 @@ def test_openmpi_and_pmix_are_installed_and_held_on_each_compute_node(node, name
     assert set(MPI_PACKAGES) <= set(host.check_output("apt-mark showhold").split())
     # The scenario leaves the build packages out (mpi_development false).
     assert host.package("libopenmpi-dev").is_installed == node(name)[1]["mpi_development"]
-    # OpenMPI uses the distribution's PMIx (the one Slurm's PMIx server speaks), not one of its own.
-    assert "/pmix2/lib/libpmix.so.2" in host.check_output("ldd /usr/bin/ompi_info")
 
 
 def test_the_controller_gets_no_mpi(ctl):
@@ -168,10 +166,9 @@ def test_the_controller_gets_no_mpi(ctl):
 @pytest.mark.parametrize("name", [CONTROLLER, *COMPUTES])
 def test_slurm_has_its_pmix_plugin_and_names_it_the_default(node, name):
     host = node(name)[0]
-    # Shipped by slurm-wlm-basic-plugins (mpi_pmix.so -> mpi_pmix_v5.so), linked against libpmix2t64.
+    # Shipped by slurm-wlm-basic-plugins (mpi_pmix.so -> mpi_pmix_v5.so), which loads libpmix at run time.
     plugin = host.file("/usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix.so")
     assert plugin.exists
-    assert "libpmix.so.2" in host.check_output("ldd /usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix.so")
     assert "MpiDefault=pmix" in host.file("/etc/slurm/slurm.conf").content_string.splitlines()
 
 
