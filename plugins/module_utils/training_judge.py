@@ -15,6 +15,8 @@ call the same judge. The job's record, as the acceptance harness writes it:
     killed            optional {rank, host, at_step}: the rank the harness killed mid-run
     timeouts          optional [{phase, rank, host, limit_s}]: phases that ran past their limit
     reference_loss    the final loss of the uninterrupted run
+    errors            optional phase -> the exceptions its output named, for a phase where no
+                      rank reported (a launcher that failed before starting any)
     allreduce_busbw_gbps, expected_busbw_gbps
                       optional: the all-reduce bus bandwidth torch measured (GPU nodes) and the
                       nccl-tests floor it is held to
@@ -111,7 +113,15 @@ def steps_per_second(job: dict) -> float | None:
 def judge(job: dict) -> CheckResult:
     """The training.smoke verdict of one acceptance job record."""
     if not isinstance(job, dict) or not job.get("ranks"):
-        return result(CHECK, FAIL, None, "a record with one entry per rank", "no rank reported: the job did not run")
+        said = (job.get("errors") if isinstance(job, dict) else None) or {}
+        errors = "; ".join(f"{phase}: {' | '.join(lines)}" for phase, lines in said.items())
+        return result(
+            CHECK,
+            FAIL,
+            None,
+            "a record with one entry per rank",
+            "no rank reported: the job did not run" + (f" ({errors})" if errors else ""),
+        )
     problems = _problems(job)
     measured = {
         "final_loss": sorted({entry.get("final_loss") for entry in job["ranks"]}, key=str),

@@ -13,12 +13,21 @@ description:
     one task per rank (O(ranks_per_node) per node, block distribution), the env:// rendezvous from
     Slurm's variables (C(SLURM_PROCID), C(SLURM_NTASKS), C(SLURM_LOCALID)) with C(MASTER_ADDR) the
     first node's C(NodeAddr) as sinfo reports it, C(USE_LIBUV=0) (Debian's torch has no libuv)."
-  - "Three srun steps: an uninterrupted reference run; the job with the last rank killing itself
-    before O(kill_at_step); the same step again, which resumes from the last checkpoint (rank 0
-    reads it and broadcasts it, so O(checkpoint_root) need only be on rank 0's node). Then the
-    verdict C(training.smoke) of training_judge: every rank finished with the reference run's loss
-    after the resume, host and rank named otherwise; steps per second; on C(nccl) the all-reduce
-    bus bandwidth against O(expected_busbw_gbps)."
+  - "O(launcher=srun): three srun steps: an uninterrupted reference run; the job with the last rank
+    killing itself before O(kill_at_step); the same step again, which resumes from the last
+    checkpoint (rank 0 reads it and broadcasts it, so O(checkpoint_root) need only be on rank 0's
+    node). Then the verdict C(training.smoke) of training_judge: every rank finished with the
+    reference run's loss after the resume, host and rank named otherwise; steps per second; on
+    C(nccl) the all-reduce bus bandwidth against O(expected_busbw_gbps)."
+  - "O(launcher=torchrun): one srun task per node runs torchrun (C(python -m torch.distributed.run),
+    c10d rendezvous, O(ranks_per_node) ranks per node, C(--max_restarts) O(max_restarts)); two steps:
+    the reference run, then the job with the last rank killing itself, which torchrun restarts: every
+    rank resumes from the last checkpoint. torchrun may give rank 0 to another node after a restart,
+    so O(checkpoint_root) must be on storage every node shares; the module checks that first (a file
+    the first node writes is seen on every node) and fails naming the node that does not see it.
+    O(rendezvous=file) keeps the rendezvous in a FileStore there, for a torch built without libuv
+    (Debian's python3-torch, whose TCPStore rendezvous cannot start): C(USE_LIBUV=0),
+    C(TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1), C(--rdzv_conf=store_type=file)."
   - "Each step is limited to O(phase_timeout) seconds (C(timeout --kill-after=10)); a rank waits at
     most half of it for a rendezvous or a collective, so a rank that never joins or a hang ends as
     a C(fail) naming the host and the rank, never a hang of the play."
@@ -54,10 +63,24 @@ options:
     choices: [gloo, nccl]
     default: gloo
   launcher:
-    description: C(srun) starts one task per rank; C(torchrun) is not implemented yet (fails saying so).
+    description: C(srun) starts one task per rank; C(torchrun) one torchrun per node, which restarts the ranks.
     type: str
     choices: [srun, torchrun]
     default: srun
+  rendezvous:
+    description:
+      - "torchrun's c10d rendezvous store: C(tcp), a TCPStore on the first node at O(master_port) (a torch
+        built with libuv, as pip's is); C(file), a FileStore in the job's directory under O(checkpoint_root)
+        (a torch without libuv, as Debian's is); C(auto), C(file) when the job's interpreter on the first
+        node cannot make a libuv TCPStore (tried there before the job), else C(tcp). Ignored with
+        O(launcher=srun)."
+    type: str
+    choices: [auto, tcp, file]
+    default: auto
+  max_restarts:
+    description: torchrun's C(--max_restarts), the restarts of all ranks after one fails (at least 1, for the resume).
+    type: int
+    default: 3
   python:
     description: The interpreter with torch on the compute nodes.
     type: path
@@ -156,20 +179,27 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.check_module import Tools, check_module, first_line, run_check_module
 from ansible.module_utils.training_job import (
+    LIBUV_PROBE,
     PHASES,
+    SHARED_PROBE,
     TrainingJobError,
     allocation_id,
+    error_lines,
+    has_libuv,
     job_argv,
     job_record,
     killed_rank,
     layout,
+    parse_step_output,
     rank_records,
     srun_argv,
     timeouts,
+    torchrun_argv,
+    unshared_nodes,
     usable_nodes,
 )
 from ansible.module_utils.training_judge import CHECK, judge
-from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, result, skipped
+from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, result, skipped
 
 # Options that are training_judge.TRAINING_KEYS, by the key they give.
 EXPECTATION_OPTIONS = {"expected_busbw_gbps": "expected_busbw_gbps"}
@@ -209,6 +239,8 @@ def build_module():
             ranks_per_node=dict(type="int", default=1),
             backend=dict(type="str", choices=["gloo", "nccl"], default="gloo"),
             launcher=dict(type="str", choices=["srun", "torchrun"], default="srun"),
+            rendezvous=dict(type="str", choices=["auto", "tcp", "file"], default="auto"),
+            max_restarts=dict(type="int", default=3),
             python=dict(type="path", default="/usr/bin/python3"),
             script=dict(type="path", default="/opt/clusterforge/examples/ddp_smoke.py"),
             checkpoint_root=dict(type="path", default="/scratch/checkpoints/clusterforge-acceptance"),
@@ -242,6 +274,11 @@ def check_inputs(params: dict) -> str | None:
         or params["phase_timeout"] < 10
     ):
         return "expected ranks_per_node >= 1, steps >= 2, checkpoint_every >= 1 and phase_timeout >= 10 seconds"
+    if params["launcher"] == "torchrun" and params["max_restarts"] < 1:
+        return (
+            f"max_restarts {params['max_restarts']}: expected at least 1 with launcher torchrun"
+            " (the resume is a restart)"
+        )
     if (
         not params["checkpoint_every"] <= params["kill_at_step"] < params["steps"]
         or params["kill_at_step"] % params["checkpoint_every"] == 0
@@ -277,6 +314,8 @@ def _phase(slurm: Slurm, name: str, argv: list, hosts: dict, limit: int) -> dict
     rc, stdout, stderr = slurm.run(argv, limit)
     records = rank_records(stdout)
     outcome = {"rc": rc, "records": records, "killed": killed_rank(stdout), "timeouts": [], "stderr": stderr[-4000:]}
+    if rc not in (0, None) and not records:
+        outcome["errors"] = error_lines(stdout + "\n" + stderr)
     # coreutils timeout stopped the step (124; 137 after --kill-after), not a task SIGKILLed (srun 137 too).
     if rc == 124 or (rc == 137 and time.monotonic() - began >= limit):
         outcome["timeouts"] = timeouts(name, records, hosts, limit)
@@ -301,11 +340,6 @@ def run_checks(module) -> tuple:
     problem = check_inputs(params)
     if problem:
         module.fail_json(msg=f"training_check: {problem}")
-    if params["launcher"] == "torchrun":
-        module.fail_json(
-            msg="training_check: launcher torchrun is not implemented yet (Debian's torchrun needs libuv); "
-            "use launcher srun"
-        )
     if not params["nodes"]:
         return [
             skipped(
@@ -356,35 +390,20 @@ def run_checks(module) -> tuple:
     except TrainingJobError as exc:
         return [result(CHECK, FAIL, rc, 0, f"{exc} (nodes {', '.join(nodes)})")], extra
     extra["job_id"] = job_id
-    environment = {"MASTER_ADDR": usable[0][1], "MASTER_PORT": params["master_port"], "USE_LIBUV": 0}
     workdir = os.path.join(params["checkpoint_root"], job_id)
     kill = {"rank": world - 1, "at_step": params["kill_at_step"]}
-    limit = params["phase_timeout"]
-
-    def step(name: str, kill_rank: dict | None = None) -> dict:
-        command = job_argv(
-            params["python"],
-            params["script"],
-            params["backend"],
-            params["steps"],
-            params["checkpoint_every"],
-            os.path.join(workdir, "reference" if name == "reference" else "job"),
-            params["seed"],
-            max(5, limit // 2),
-            kill_rank,
-            params["stall_rank"],
-        )
-        return _phase(
-            slurm, name, srun_argv(job_id, len(nodes), params["ranks_per_node"], environment, command), hosts, limit
-        )
-
     phases = {}
     try:
-        phases["reference"] = step("reference")
-        if phases["reference"]["rc"] == 0:
-            phases["killed"] = step("killed", kill)
-            # The retried step: what a job script does when srun returns non-zero.
-            phases["resumed"] = step("resumed")
+        if params["launcher"] == "torchrun":
+            refused = _torchrun_ready(slurm, params, job_id, nodes, workdir, extra)
+            if refused:
+                return [refused], extra
+            phases = _torchrun_phases(slurm, params, job_id, usable, workdir, hosts, kill, extra["rendezvous"])
+            # torchrun, not block distribution, chose which node runs which rank: name them as they said.
+            said = phases["reference"]["records"]
+            hosts = {**hosts, **{rank: record["host"] for rank, record in said.items() if record.get("host")}}
+        else:
+            phases = _srun_phases(slurm, params, job_id, usable, workdir, hosts, kill)
     finally:
         slurm.run(srun_argv(job_id, len(nodes), 1, {}, ["rm", "-rf", "--", workdir]), 60)
         slurm.run(["scancel", job_id], 60)
@@ -406,6 +425,124 @@ def run_checks(module) -> tuple:
     return [judge(job)], extra
 
 
+def _job_command(params: dict, workdir: str, name: str, kill: dict | None = None) -> list:
+    """The acceptance job's command line of one phase; a rank waits at most half the phase's limit."""
+    return job_argv(
+        params["python"],
+        params["script"],
+        params["backend"],
+        params["steps"],
+        params["checkpoint_every"],
+        os.path.join(workdir, "reference" if name == "reference" else "job"),
+        params["seed"],
+        max(5, params["phase_timeout"] // 2),
+        kill,
+        params["stall_rank"],
+    )
+
+
+def _srun_phases(slurm: Slurm, params: dict, job_id: str, usable: list, workdir: str, hosts: dict, kill: dict) -> dict:
+    """One srun task per rank; the env:// rendezvous on the first node's address."""
+    environment = {"MASTER_ADDR": usable[0][1], "MASTER_PORT": params["master_port"], "USE_LIBUV": 0}
+
+    def step(name: str, kill_rank: dict | None = None) -> dict:
+        command = _job_command(params, workdir, name, kill_rank)
+        argv = srun_argv(job_id, len(usable), params["ranks_per_node"], environment, command)
+        return _phase(slurm, name, argv, hosts, params["phase_timeout"])
+
+    phases = {"reference": step("reference")}
+    if phases["reference"]["rc"] == 0:
+        phases["killed"] = step("killed", kill)
+        # The retried step: what a job script does when srun returns non-zero.
+        phases["resumed"] = step("resumed")
+    return phases
+
+
+def _torchrun_ready(slurm: Slurm, params: dict, job_id: str, nodes: list, workdir: str, extra: dict):
+    """The fail verdict when torchrun cannot run the job (checkpoint_root not shared, torch that
+    cannot say whether it has libuv), else None with extra["rendezvous"] the store it uses."""
+    unshared = _unshared(slurm, job_id, nodes, workdir)
+    if unshared:
+        message = unshared.pop("message")
+        return result(CHECK, FAIL, unshared or None, "checkpoint_root on every node", message)
+    extra["rendezvous"] = params["rendezvous"]
+    if params["rendezvous"] == "auto":
+        file_store, problem = _needs_file_store(slurm, params["python"], job_id, nodes[0])
+        if problem:
+            return result(CHECK, FAIL, None, "torch on the compute nodes", problem)
+        extra["rendezvous"] = "file" if file_store else "tcp"
+    return None
+
+
+def _needs_file_store(slurm: Slurm, python: str, job_id: str, node: str) -> tuple:
+    """(whether torch on `node` lacks libuv, so the rendezvous needs a FileStore; what went wrong or None)."""
+    rc, stdout, stderr = slurm.run(
+        ["srun", f"--jobid={job_id}", "--nodes=1", "--ntasks=1", f"--nodelist={node}", python, "-c", LIBUV_PROBE], 60
+    )
+    libuv = has_libuv(stdout)
+    if libuv is None:
+        return None, f"rendezvous auto: {python} on {node} could not say whether its torch has libuv: " + (
+            first_line(stderr, stdout) or f"exit {rc}"
+        )
+    return not libuv, None
+
+
+def _torchrun_phases(
+    slurm: Slurm, params: dict, job_id: str, usable: list, workdir: str, hosts: dict, kill: dict, store: str
+) -> dict:
+    """One srun task per node running torchrun with the node's ranks (and the CPUs the allocation
+    gave them); the resume is torchrun's own restart, within the same step. store: tcp or file."""
+    file_store = store == "file"
+    # Without libuv: the workers' env:// store and the agents' stores the old way, none shared.
+    environment = {"USE_LIBUV": 0, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": 1} if file_store else {}
+
+    def step(name: str, kill_rank: dict | None = None) -> dict:
+        rendezvous = {
+            "id": f"clusterforge-{job_id}-{name}",
+            "file": file_store,
+            "endpoint": os.path.join(workdir, f"rendezvous-{name}")
+            if file_store
+            else f"{usable[0][1]}:{params['master_port']}",
+        }
+        command = torchrun_argv(
+            _job_command(params, workdir, name, kill_rank),
+            len(usable),
+            params["ranks_per_node"],
+            rendezvous,
+            params["max_restarts"],
+            max(5, params["phase_timeout"] // 2),
+        )
+        argv = srun_argv(job_id, len(usable), 1, environment, command, cpus_per_task=params["ranks_per_node"])
+        return _phase(slurm, name, argv, hosts, params["phase_timeout"])
+
+    phases = {"reference": step("reference")}
+    if phases["reference"]["rc"] == 0:
+        phases["elastic"] = step("elastic", kill)
+    return phases
+
+
+def _unshared(slurm: Slurm, job_id: str, nodes: list, workdir: str) -> dict | None:
+    """None when a file the first node writes in `workdir` is seen on every node; else what was
+    measured (the nodes that do not see it) and the message of the verdict."""
+    marker = os.path.join(workdir, "shared-check")
+    write = ["sh", "-c", 'mkdir -p -- "$1" && touch -- "$2"', "sh", workdir, marker]
+    rc, stdout, stderr = slurm.run(
+        ["srun", f"--jobid={job_id}", "--nodes=1", "--ntasks=1", f"--nodelist={nodes[0]}", *write], 60
+    )
+    if rc != 0:
+        return {"message": f"checkpoint_root: could not write {marker} on {nodes[0]}: {first_line(stderr, stdout)}"}
+    rc, stdout, stderr = slurm.run(srun_argv(job_id, len(nodes), 1, {}, [*SHARED_PROBE, marker]), 60)
+    missing = unshared_nodes(stdout, nodes)
+    if not missing:
+        return None
+    return {
+        "unshared": missing,
+        "message": f"checkpoint_root {os.path.dirname(workdir)} is not shared by every node: {', '.join(missing)}"
+        f" do not see the file {nodes[0]} wrote there; torchrun may give rank 0 to another node after a restart and"
+        " keeps a file rendezvous there: put it on storage every node mounts (Lustre, NFS)",
+    }
+
+
 def _replayed(tools: Tools, params: dict) -> list:
     """The verdict on recorded srun outputs: the ranks and hosts as the records name them."""
     phases = {}
@@ -415,7 +552,10 @@ def _replayed(tools: Tools, params: dict) -> list:
             continue
         with open(path, encoding="utf-8", errors="replace") as handle:
             text = handle.read()
-        phases[phase] = {"records": rank_records(text), "killed": killed_rank(text), "timeouts": []}
+        try:
+            phases[phase] = dict(parse_step_output(text, source=path), timeouts=[])
+        except ParseError as exc:
+            return [result(CHECK, FAIL, None, "the acceptance job's output", str(exc))]
     if "reference" not in phases:
         return [skipped(CHECK, NO_HARDWARE)]
     records = phases["reference"]["records"]

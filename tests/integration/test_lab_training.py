@@ -2,7 +2,10 @@
 training stage), the job through the real Slurm across node01 and node02 (one srun task per rank,
 gloo), rank 1 on node02 killed mid-run and the retried step resumed from rank 0's checkpoint, the
 verdict training.smoke in the run's records, report.json, JUnit, HTML and the node's metrics; then
-a rank that never joins, judged fail naming node02 and rank 1 within the step's time limit."""
+a rank that never joins, judged fail naming node02 and rank 1 within the step's time limit; then
+the torchrun launcher (one torchrun per node, its c10d rendezvous in a FileStore on the lab's shared
+volume, since Debian's torch has no libuv): rank 1 killed, torchrun's restart resumes both ranks,
+and the same launcher refused on a node-local checkpoint root, naming the node that cannot see it."""
 
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from tests.paths import PROJECT
 pytestmark = pytest.mark.lab
 BIN = Path(sys.executable).parent
 SCRIPT = "/opt/clusterforge/examples/ddp_smoke.py"
+SHARED_ROOT = "/shared/checkpoints/clusterforge-acceptance"
 METRICS = "/var/tmp/clusterforge-training-metrics"
 
 
@@ -109,9 +113,9 @@ def test_the_job_loses_a_rank_resumes_and_passes_through_slurm(validated, docker
     assert left.output.decode().strip() == ""
 
 
-def test_a_rank_that_never_joins_fails_naming_host_and_rank_without_a_hang(lab, validated):
-    began = time.monotonic()
-    done = subprocess.run(
+def _training_check(lab, options: dict, output: str = "yaml") -> subprocess.CompletedProcess:
+    """training_check run ad hoc on head01 through the real Slurm (the project's ansible.cfg)."""
+    return subprocess.run(
         [
             str(BIN / "ansible"),
             "head01",
@@ -121,18 +125,81 @@ def test_a_rank_that_never_joins_fails_naming_host_and_rank_without_a_hang(lab, 
             "-m",
             "training_check",
             "-a",
-            json.dumps({"nodes": ["node01", "node02"], "stall_rank": 1, "phase_timeout": 40}),
+            json.dumps(options),
         ],
         capture_output=True,
         text=True,
         cwd=PROJECT,
-        env={**os.environ, **lab["env"], "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        env={
+            **os.environ,
+            **lab["env"],
+            "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"),
+            "ANSIBLE_NOCOLOR": "1",
+            **({"ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"} if output == "json" else {}),
+        },
         check=False,
         timeout=300,
     )
+
+
+def test_a_rank_that_never_joins_fails_naming_host_and_rank_without_a_hang(lab, validated):
+    began = time.monotonic()
+    done = _training_check(lab, {"nodes": ["node01", "node02"], "stall_rank": 1, "phase_timeout": 40})
     elapsed = time.monotonic() - began
     assert done.returncode != 0, done.stdout
     assert "rank 1 on node02: never reported (did it join?)" in done.stdout, done.stdout[-3000:]
     assert "rank 0 on node01: exited 1 in the reference run (rendezvous:" in done.stdout, done.stdout[-3000:]
     # The other rank gives up after half the step's 40 s; the step is not left running.
     assert elapsed < 120, elapsed
+
+
+def _module_result(done: subprocess.CompletedProcess) -> dict:
+    """The module's result for head01 from ansible's json callback (an ad hoc run)."""
+    # The json callback's document; the timing callbacks ansible.cfg enables print after it.
+    document, _ = json.JSONDecoder().raw_decode(done.stdout[done.stdout.index("{") :])
+    plays = document["plays"]
+    return plays[0]["tasks"][0]["hosts"]["head01"]
+
+
+def test_torchrun_restarts_the_killed_rank_s_job_from_the_shared_checkpoint(lab, validated, docker_client):
+    """Debian's torch has no libuv: auto picks the FileStore rendezvous on the shared volume."""
+    done = _training_check(
+        lab,
+        {"nodes": ["node01", "node02"], "launcher": "torchrun", "checkpoint_root": SHARED_ROOT, "phase_timeout": 120},
+        output="json",
+    )
+    record = _module_result(done)
+    assert done.returncode == 0 and record["status"] == "pass", done.stdout[-4000:] + done.stderr[-2000:]
+    assert record["rendezvous"] == "file"
+    job = record["job"]
+    assert job["phases"] == ["reference", "elastic"]
+    assert job["killed"]["rank"] == 1 and job["killed"]["at_step"] == 23
+    # torchrun's first restart (restart 1) ran every rank, each from step 20's checkpoint, ending
+    # with the uninterrupted run's loss; ranks on both nodes.
+    assert [(r["rank"], r["restart"], r["resumed_from"], r["steps"]) for r in job["ranks"]] == [
+        (0, 1, 20, 20),
+        (1, 1, 20, 20),
+    ]
+    assert sorted(r["host"] for r in job["ranks"]) == ["node01", "node02"]
+    assert {r["final_loss"] for r in job["ranks"]} == {job["reference_loss"]}
+    print("training.smoke (torchrun):", record["checks"][0]["message"])
+    left = docker_client.containers.get(f"clusterforge-{TEST_LAB}-node02").exec_run(
+        ["find", SHARED_ROOT, "-mindepth", "1"]
+    )
+    assert left.output.decode().strip() == ""
+
+
+def test_torchrun_on_a_node_local_checkpoint_root_fails_naming_the_node_that_cannot_see_it(lab, validated):
+    """/scratch is each node's own disk in the lab: node02 does not see what node01 writes there."""
+    done = _training_check(
+        lab, {"nodes": ["node01", "node02"], "launcher": "torchrun", "phase_timeout": 60}, output="json"
+    )
+    record = _module_result(done)
+    assert done.returncode != 0 and record["status"] == "fail", done.stdout[-3000:]
+    check = record["checks"][0]
+    assert check["measured"]["unshared"] == ["node02"]
+    assert (
+        "checkpoint_root /scratch/checkpoints/clusterforge-acceptance is not shared by every node: node02"
+        in (check["message"])
+    )
+    assert "job" not in record

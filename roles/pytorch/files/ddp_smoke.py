@@ -16,7 +16,8 @@ the uninterrupted one did: the same final loss.
 resume (the lost rank of the acceptance test); the other ranks then fail at the next collective,
 within --timeout seconds, never hang. --stall-rank R makes rank R sleep instead of joining (a
 hung node; the others give up after --timeout). Each rank prints its record (rank, host,
-final_loss, steps, seconds, resumed_from, rc; error and phase when it failed) as one line
+final_loss, steps, seconds, resumed_from, rc; error and phase when it failed; restart, torchrun's
+restart count, under torchrun) as one line
 "ddp_smoke: {json}" and writes it to --result-dir/rank-<rank>.json when given; training_judge
 judges the records.
 """
@@ -81,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(args: argparse.Namespace, record: dict) -> None:
+    # Under torchrun: which of its restarts of the ranks printed this (0: the first start).
+    if "TORCHELASTIC_RESTART_COUNT" in os.environ:
+        record["restart"] = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
     print("ddp_smoke: " + json.dumps(record), flush=True)
     if args.result_dir:
         os.makedirs(args.result_dir, exist_ok=True)

@@ -100,11 +100,12 @@ def up(
     hosts = prepare(source, size, lab_name, connection)
     tag = ensure_image(client, release, builder=builder, mirror=mirror, log=log, on_step=on_step)
     network = _ensure_network(client, lab_name)
+    _ensure_shared_volume(client, lab_name)
     log(apt_cache.describe(network.attrs))
     wanted = {host.container for host in hosts}
     for container in _containers(client, lab_name):
         stale_image = container.image.tags and tag not in container.image.tags
-        if container.name not in wanted or stale_image:
+        if container.name not in wanted or stale_image or not _has_shared_mount(container):
             log(f"removing {container.name}")
             container.remove(force=True)
     for host in hosts:
@@ -193,6 +194,8 @@ def down(client: docker.DockerClient, lab_name: str = "lab", log=print) -> int:
     _forget_cached_facts([c.labels[LABEL_HOST] for c in containers if c.labels.get(LABEL_HOST)], log)
     with contextlib.suppress(NotFound):
         client.networks.get(spec.network_name(lab_name)).remove()
+    with contextlib.suppress(NotFound):
+        client.volumes.get(spec.shared_volume_name(lab_name)).remove(force=True)
     inventory_path(lab_name).unlink(missing_ok=True)
     _forget_ssh_nodes(lab_name)
     return len(containers)
@@ -231,6 +234,19 @@ def _ensure_network(client: docker.DockerClient, lab_name: str):
         return client.networks.create(name, driver="bridge", labels={LABEL_LAB: lab_name})
 
 
+def _ensure_shared_volume(client: docker.DockerClient, lab_name: str):
+    name = spec.shared_volume_name(lab_name)
+    try:
+        return client.volumes.get(name)
+    except NotFound:
+        return client.volumes.create(name=name, labels={LABEL_LAB: lab_name})
+
+
+def _has_shared_mount(container) -> bool:
+    """Whether the container mounts the lab's shared volume (one made by an older release does not)."""
+    return any(mount.get("Destination") == spec.SHARED_MOUNT for mount in container.attrs.get("Mounts") or [])
+
+
 def _ensure_container(client, host: spec.LabHost, tag: str, network, lab_name: str, log, checkout=None) -> None:
     try:
         container = client.containers.get(host.container)
@@ -255,7 +271,7 @@ def _ensure_container(client, host: spec.LabHost, tag: str, network, lab_name: s
                 LABEL_GROUP: host.group,
                 **({LABEL_CHECKOUT: checkout} if checkout else {}),
             },
-            **spec.docker_run_options(),
+            **spec.docker_run_options(lab_name),
         )
     except APIError as exc:
         raise EnvironmentProblem(f"starting {host.container} failed: {exc.explanation}") from None

@@ -35,6 +35,11 @@ NODE_TMPFS = ("/run", "/run/lock")
 NODE_VOLUMES = ("/sys/fs/cgroup:/sys/fs/cgroup:rw",)
 NODE_CGROUPNS = "host"
 NODE_COMMAND = "/lib/systemd/systemd"
+# The lab's shared file system: one Docker volume per lab, mounted read-write at the same path on
+# every node, standing in for the cluster's Lustre or NFS (one POSIX file system every node sees,
+# locks included). Jobs whose ranks move between nodes keep their checkpoints there, and torchrun
+# on a torch without libuv keeps its rendezvous there (docs/training.md).
+SHARED_MOUNT = "/shared"
 
 # apt on a node goes through a package cache (apt-cacher-ng) on the machine that hosts the
 # containers when one answers there, and directly to Debian's archive when none does: an apt
@@ -117,9 +122,16 @@ def network_name(lab_name: str) -> str:
     return f"clusterforge-{lab_name}"
 
 
-def docker_run_options() -> dict:
-    """Keyword arguments for docker-py's containers.run() that boot systemd unprivileged."""
+def shared_volume_name(lab_name: str) -> str:
+    return f"clusterforge-{lab_name}-shared"
+
+
+def docker_run_options(lab_name: str | None = None) -> dict:
+    """Keyword arguments for docker-py's containers.run() that boot systemd unprivileged; with
+    `lab_name`, the lab's shared volume at SHARED_MOUNT too (Molecule's instances have none)."""
     volumes = {}
+    if lab_name is not None:
+        volumes[shared_volume_name(lab_name)] = {"bind": SHARED_MOUNT, "mode": "rw"}
     for spec in NODE_VOLUMES:
         source, target, mode = spec.split(":")
         volumes[source] = {"bind": target, "mode": mode}

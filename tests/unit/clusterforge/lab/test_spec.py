@@ -111,3 +111,12 @@ def test_the_lab_mounts_its_apt_proxy_choice_read_only_from_the_package(project)
     assert (spec.APT_DIR / spec.APT_DETECT).stat().st_mode & 0o111
     drop_in = (spec.APT_DIR / spec.APT_MOUNTS[1][0]).read_text()
     assert f'Acquire::http::Proxy-Auto-Detect "{spec.APT_MOUNTS[0][1]}";' in drop_in
+
+
+def test_a_lab_node_mounts_the_lab_s_shared_volume_and_a_molecule_instance_none():
+    """Every node of a lab mounts the same volume read-write at the same path (the lab's shared
+    file system); the options without a lab name (Molecule's) mount no such volume."""
+    volumes = spec.docker_run_options("ci")["volumes"]
+    assert volumes[spec.shared_volume_name("ci")] == {"bind": spec.SHARED_MOUNT, "mode": "rw"}
+    assert spec.shared_volume_name("ci") != spec.shared_volume_name("dev")
+    assert spec.SHARED_MOUNT not in [v["bind"] for v in spec.docker_run_options()["volumes"].values()]

@@ -26,6 +26,7 @@ from ansible.module_utils import (
     nvidia_topo,
     perftest,
     sacctmgr,
+    training_job,
     xid,
 )
 from ansible.module_utils.verdicts import ParseError, ToolFailed
@@ -51,6 +52,7 @@ PARSERS = {
     "sacctmgr": sacctmgr.parse_any_table,
     "squeue": sacctmgr.parse_squeue,
     "perfquery": ib_counter_judge.parse_perfquery,
+    "torchrun": training_job.parse_step_output,
 }
 
 # parse_query reads both formats of `nvidia-smi -q` (text and -x XML): the same command.
@@ -61,6 +63,8 @@ SAME_PROGRAM = {
     "nvidia-smi_topo": {"nvidia-smi_query", "nvidia-smi_xml"},
     "nvidia-smi_query": {"nvidia-smi_topo"},
     "nvidia-smi_xml": {"nvidia-smi_topo"},
+    # Both run under srun, whose failure lines ("srun: error: node01: task 0: Exited ...") are the same.
+    "nccl_all_reduce_perf": {"torchrun"},
 }
 # A kernel log may hold any line, so another command's output is a log without events.
 FINDS_NOTHING_IN_OTHER_TEXT = {"kernel_log_xid", "kernel_log_peermem"}
