@@ -29,6 +29,7 @@ description:
     C(clusterforge_validation_with_bisection) (a verdict with the bisection's findings added) and
     C(clusterforge_cabling_csv) (the cabling plan CSV, as C(clusterforge topology render) writes it),
     C(clusterforge_validation_records) (a registered check result trimmed for the report),
+    C(clusterforge_validation_busbw_floor) (the all-reduce floor the multi-node NCCL runs were held to),
     C(clusterforge_validation_unreachable) (why a host became unreachable, from its registered results) and
     C(clusterforge_validation_host_verdict) (a host's status and failures from its records after the
     bisection, by the rule the report applies)."
@@ -171,6 +172,7 @@ RECORD_KEYS = (
     "gpus",
     "ports",
     "job",  # training_check: the acceptance job's record (ranks, hosts, the killed rank, the reference loss)
+    "busbw_floor_gbps",  # training_check: the all-reduce floor the job was held to (from the NCCL runs)
 )
 
 
@@ -191,6 +193,21 @@ def records(registered, module, **extra):
             record["error"] = item.get("msg") or "the module returned no verdict"
         found.append(record)
     return found
+
+
+def busbw_floor(run_records):
+    """The all-reduce bus bandwidth floor (GB/s) the multi-node nccl-tests runs were held to (their
+    records, nccl_check's busbw.floor; the lowest when several): the floor the acceptance job's own
+    all-reduce is held to. None when no all_reduce run has one (no GPU nodes, no run)."""
+    floors = [
+        record["busbw"]["floor"]
+        for record in run_records or ()
+        if isinstance(record, dict)
+        and str(record.get("label") or "").split(":")[0] == "all_reduce"
+        and isinstance(record.get("busbw"), dict)
+        and isinstance(record["busbw"].get("floor"), (int, float))
+    ]
+    return min(floors) if floors else None
 
 
 def _items(registered):
@@ -240,6 +257,7 @@ class FilterModule:
             "clusterforge_validation_with_bisection": with_bisection,
             "clusterforge_cabling_csv": cabling_csv,
             "clusterforge_validation_records": records,
+            "clusterforge_validation_busbw_floor": busbw_floor,
             "clusterforge_validation_host_verdict": host_verdict,
             "clusterforge_validation_unreachable": unreachable_message,
         }

@@ -167,6 +167,14 @@ notes:
   description: Nodes left out and why.
   returned: always
   type: list
+busbw_floor_gbps:
+  description: The all-reduce floor (GB/s) the job's bus bandwidth is held to, O(expected_busbw_gbps).
+  returned: when O(expected_busbw_gbps) is set
+  type: float
+rendezvous:
+  description: torchrun's rendezvous store, C(tcp) or C(file).
+  returned: with O(launcher=torchrun), once the checkpoint root is found shared
+  type: str
 source:
   description: C(live) or C(replay).
   returned: always
@@ -325,6 +333,8 @@ def _phase(slurm: Slurm, name: str, argv: list, hosts: dict, limit: int) -> dict
 def run_checks(module) -> tuple:
     params = module.params
     extra = {"source": "live", "notes": [f"{node}: {why}" for node, why in sorted(params["excluded"].items())]}
+    if params["expected_busbw_gbps"] is not None:
+        extra["busbw_floor_gbps"] = params["expected_busbw_gbps"]  # what the job's all-reduce is held to
     tools = Tools(module, REPLAY_FILES, params["replay_dir"], params["replay"])
     if tools.replaying:
         extra["source"] = "replay"

@@ -126,6 +126,23 @@ def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
         assert series and all(replayed in line for line in series)
     assert not (textfiles / "head01").exists()
 
+    # The acceptance job is held to the floor the pairs' all-reduce runs were held to (no run across
+    # all healthy nodes was recorded); it says skipped here (no torch on these hosts).
+    pair_records = [
+        record
+        for host in ("gpu01", "gpu02")
+        for record in json.loads((reports / "pairs" / f"{host}.json").read_text())["results"]
+        if record["module"] == "nccl_check" and record.get("label", "").startswith("all_reduce:")
+    ]
+    floors = {record["busbw"]["floor"] for record in pair_records if "busbw" in record}
+    training = next(
+        record
+        for record in json.loads((reports / "pairs" / "head01.json").read_text())["results"]
+        if record["module"] == "training_check"
+    )
+    # 4 NDR rails x 400 Gb/s: every pair was held to 160 GB/s, and so is the job.
+    assert floors == {160.0} and training["busbw_floor_gbps"] == 160.0, training
+
     run = json.loads((reports / "pairs" / "_run.json").read_text())
     assert run["pairs"]["pairs"] == [["gpu01", "gpu03"], ["gpu02", "gpu04"]]
     assert set(run["pairs"]["crossings"].values()) == {"spine"}
