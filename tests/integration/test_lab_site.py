@@ -32,6 +32,20 @@ def test_lab_status_lists_running_nodes_with_systemd(lab):
     assert done.stdout.count("running") >= 4  # container state and systemd state per node
 
 
+def test_every_node_mounts_the_lab_s_one_shared_volume(lab, docker_client):
+    """/shared is one file system across the nodes: what head01 writes there, node02 reads."""
+    head = docker_client.containers.get(f"clusterforge-{TEST_LAB}-head01")
+    node = docker_client.containers.get(f"clusterforge-{TEST_LAB}-node02")
+    marker = f"/shared/lab-site-test-{time.monotonic_ns()}"
+    assert head.exec_run(["sh", "-c", f"echo from-head01 > {marker}"]).exit_code == 0
+    try:
+        assert node.exec_run(["cat", marker]).output.decode().strip() == "from-head01"
+    finally:
+        head.exec_run(["rm", "-f", marker])
+    volume = docker_client.volumes.get(f"clusterforge-{TEST_LAB}-shared")
+    assert volume.attrs["Labels"]["org.clusterforge.lab"] == TEST_LAB
+
+
 def test_lab_inventory_comes_from_its_topology_file(lab, docker_client):
     done = subprocess.run(
         [str(BIN / "ansible-inventory"), "-i", str(lab["inventory"]), "--list"],
