@@ -66,7 +66,7 @@ def leaf_groups(placements, hosts):
 
 
 def steps(records_by_host):
-    """One line per host, "node01: dcgm_diag skipped, training_burnin pass, ...", from {host: records}
+    """One line per host, "node01: dcgm_check skipped, training_burnin pass, ...", from {host: records}
     (one record per step run), with the verdict rule of the report (host_verdict.record_status)."""
     try:
         from clusterforge.validation.host_verdict import record_status, verdicts

@@ -16,8 +16,12 @@ description:
     C(skipped: dcgmi not found)), never C(pass). The module fails the host only when a test is
     C(Fail) or the diagnostic could not complete."
   - "Replay mode (tests and the lab): with O(replay_dir) or O(replay) the module reads a recorded
-    C(dcgmi diag) output from C(dcgmi-diag.txt) in O(replay_dir) and runs no tool; without it the
-    node has no hardware."
+    C(dcgmi diag) output from C(dcgmi-diag-r<level>.txt), else C(dcgmi-diag.txt), in O(replay_dir) and
+    runs no tool; without it the node has no hardware."
+  - "A result table without a failed test but a non-zero exit (killed by O(timeout), an internal
+    error after the table) fails C(dcgmi.run): it is not a passed diagnostic."
+  - "It stresses the GPUs but changes no configuration, so it also runs in check mode. The Slurm
+    prolog runs level 1, the burn-in (playbooks/acceptance.yml) level 3 or 4."
 extends_documentation_fragment:
   - node_check
 options:
@@ -35,6 +39,10 @@ options:
     description: Seconds dcgmi may run (through C(timeout) when present); 0 for no limit.
     type: int
     default: 120
+  require_hardware:
+    description: Fail, instead of skip, when the node has GPUs but no dcgmi.
+    type: bool
+    default: false
   dcgmi:
     description: Name or path of dcgmi.
     type: str
@@ -44,7 +52,9 @@ options:
     type: path
     default: /sys/bus/pci/devices
   replay_dir:
-    description: Read the recorded output (C(dcgmi-diag.txt)) from this directory instead of running dcgmi.
+    description:
+      - Read the recorded output (C(dcgmi-diag-r<level>.txt) or C(dcgmi-diag.txt)) from this directory
+        instead of running dcgmi.
     type: path
   replay:
     description: 'Recorded output per command, C({"dcgmi diag": path}); takes precedence over O(replay_dir).'
@@ -99,6 +109,10 @@ rc:
   description: Exit status of dcgmi when its output could not be judged.
   returned: when dcgmi failed
   type: int
+level:
+  description: The run level judged.
+  returned: always
+  type: int
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -108,7 +122,11 @@ from ansible.module_utils.gpu_judge import judge_dcgmi
 from ansible.module_utils.verdicts import FAIL, NO_HARDWARE, ParseError, ToolFailed, failed_run, result, skipped
 
 DIAG = "dcgmi diag"
-REPLAY_FILES = {DIAG: ("dcgmi-diag.txt",)}
+
+
+def replay_files(level: int) -> dict:
+    """The recordings of a level's run: its own first, then a recording of any level."""
+    return {DIAG: (f"dcgmi-diag-r{level}.txt", "dcgmi-diag.txt")}
 
 
 def build_module():
@@ -118,6 +136,7 @@ def build_module():
             level=dict(type="int", choices=[1, 2, 3, 4], default=1),
             required_tests=dict(type="list", elements="str", default=[]),
             timeout=dict(type="int", default=120),
+            require_hardware=dict(type="bool", default=False),
             dcgmi=dict(type="str", default="dcgmi"),
             pci_root=dict(type="path", default="/sys/bus/pci/devices"),
         ),
@@ -136,13 +155,18 @@ def expectation(params: dict) -> dict:
 def run_checks(module) -> tuple:
     """(results, extra return values)."""
     params = module.params
-    tools = Tools(module, REPLAY_FILES, params["replay_dir"], params["replay"], params["timeout"])
-    extra = {"source": "replay" if tools.replaying else "live", "notes": tools.notes}
+    level = params["level"]
+    tools = Tools(module, replay_files(level), params["replay_dir"], params["replay"], params["timeout"])
+    extra = {"source": "replay" if tools.replaying else "live", "notes": tools.notes, "level": level}
     if not tools.replaying and not nvidia_gpus_on_pci(params["pci_root"]):
         return [skipped("dcgmi", NO_HARDWARE)], extra
-    diag = tools.run(DIAG, [params["dcgmi"], "diag", "-r", str(params["level"])])
+    diag = tools.run(DIAG, [params["dcgmi"], "diag", "-r", str(level)])
     if diag is None:
-        reason = NO_HARDWARE if tools.replaying else f"skipped: {params['dcgmi']} not found (DCGM is not installed)"
+        if tools.replaying:
+            return [skipped("dcgmi", NO_HARDWARE)], extra
+        reason = f"skipped: {params['dcgmi']} not found (DCGM is not installed)"
+        if params["require_hardware"]:
+            return [result("dcgmi", FAIL, None, f"dcgmi diag -r {level}", reason.replace("skipped: ", ""))], extra
         return [skipped("dcgmi", reason)], extra
     source = " ".join(diag.argv) if diag.source == "live" else diag.source
     # dcgmi exits non-zero when a test fails, with the table on stdout: judge the table whatever
@@ -156,7 +180,14 @@ def run_checks(module) -> tuple:
         extra.update(rc=diag.rc, stdout=diag.stdout, stderr=diag.stderr)
         said = f"dcgmi diag exited {diag.rc}: {first_line(diag.stderr, diag.stdout)}" if diag.rc else str(exc)
         return [result("dcgmi.run", FAIL, diag.rc, "a dcgmi diag result table", said)], extra
-    return judge_dcgmi(parsed, expectation(params)), extra
+    results = judge_dcgmi(parsed, expectation(params))
+    if diag.rc not in (0, None) and not any(r.status == FAIL for r in results):
+        # A table without a failed row but a non-zero exit (the time limit, an internal error
+        # after the table) is not a passed diagnostic.
+        results.append(
+            result("dcgmi.run", FAIL, diag.rc, 0, f"dcgmi diag -r {level} exited {diag.rc}: {first_line(diag.stderr)}")
+        )
+    return results, extra
 
 
 def main():

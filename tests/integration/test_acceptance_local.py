@@ -64,13 +64,13 @@ def test_acceptance_names_the_step_that_failed_on_each_node(tmp_path):
     }
     status = {host: {step: r["status"] for step, r in steps.items()} for host, steps in results.items()}
     assert status["gpu02"] == {
-        "dcgm_diag": "pass",
+        "dcgm_check": "pass",
         "training_burnin": "skipped",
         "nccl_check": "pass",
         "ib_counters": "fail",
     }
     assert status["gpu03"] == {
-        "dcgm_diag": "fail",
+        "dcgm_check": "fail",
         "training_burnin": "skipped",
         "nccl_check": "pass",
         "ib_counters": "pass",
@@ -79,15 +79,15 @@ def test_acceptance_names_the_step_that_failed_on_each_node(tmp_path):
         status["gpu01"]
         == status["gpu04"]
         == {
-            "dcgm_diag": "pass",
+            "dcgm_check": "pass",
             "training_burnin": "skipped",
             "nccl_check": "pass",
             "ib_counters": "pass",
         }
     )
     # No hardware on the head node: every hardware step says so, none passes.
-    assert status["head01"] == dict.fromkeys(("dcgm_diag", "training_burnin", "nccl_check", "ib_counters"), "skipped")
-    assert results["head01"]["dcgm_diag"]["checks"][0]["message"] == "skipped: no hardware"
+    assert status["head01"] == dict.fromkeys(("dcgm_check", "training_burnin", "nccl_check", "ib_counters"), "skipped")
+    assert results["head01"]["dcgm_check"]["checks"][0]["message"] == "skipped: no hardware"
     # One NCCL run per leaf, across its two nodes, recorded on both.
     assert results["gpu01"]["nccl_check"]["hosts"] == results["gpu02"]["nccl_check"]["hosts"] == ["gpu01", "gpu02"]
     assert "link_downed 0 -> 1 (+1)" in json.dumps(results["gpu02"]["ib_counters"])
@@ -95,9 +95,9 @@ def test_acceptance_names_the_step_that_failed_on_each_node(tmp_path):
 
     # The failure message and the step table name the node and the step.
     assert "FAILED gpu02: Fail hosts whose checks failed: ib_counters: 2 of 2 checks failed" in output
-    assert "FAILED gpu03: Fail hosts whose checks failed: dcgm_diag: 5 of 9 checks failed" in output
+    assert "FAILED gpu03: Fail hosts whose checks failed: dcgm_check: 5 of 9 checks failed" in output
     table = (
-        "gpu02: dcgm_diag pass (replayed), training_burnin skipped, nccl_check pass (replayed),"
+        "gpu02: dcgm_check pass (replayed), training_burnin skipped, nccl_check pass (replayed),"
         " ib_counters fail (replayed)"
     )
     assert table in output

@@ -43,12 +43,12 @@ def test_step_lines_name_each_step_and_its_verdict_and_replayed_ones():
     check = {"check": "x", "status": "fail"}
     records = {
         "node01": [
-            {"module": "dcgm_diag", "checks": [{"check": "dcgm.present", "status": "skipped"}], "source": "live"},
+            {"module": "dcgm_check", "checks": [{"check": "dcgm.present", "status": "skipped"}], "source": "live"},
             {"module": "ib_counters", "checks": [check], "source": "replay"},
         ],
         "node02": [],
     }
     assert acceptance.steps(records) == [
-        "node01: dcgm_diag skipped, ib_counters fail (replayed)",
+        "node01: dcgm_check skipped, ib_counters fail (replayed)",
         "node02: no step ran",
     ]

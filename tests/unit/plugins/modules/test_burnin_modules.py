@@ -1,6 +1,6 @@
 """The burn-in's modules: ib_counters over fake sysfs trees and real perfquery captures replayed,
-dcgm_diag over real dcgmi outputs (run_command mocked), training_burnin with a stand-in
-interpreter that plays ddp_smoke.py (the real job needs torch, absent here)."""
+training_burnin with a stand-in interpreter that plays ddp_smoke.py (the real job needs torch,
+absent here). DCGM's step is dcgm_check (test_dcgm_check.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.plugins.module_utils.samples import fixture, load
+from tests.unit.plugins.module_utils.samples import load
 
 
 def counters_tree(root: Path, values: dict[str, int]) -> Path:
@@ -59,52 +59,6 @@ def test_ib_counters_replays_perfquery_readings_and_says_so(node, run, tmp_path)
     after = run("ib_counters", {**args, "phase": "after", "before": first.result["counters"]})
     assert after.failed and after.result["source"] == "replay"
     assert "link_downed 0 -> 1 (+1)" in after.checks["ib_counters.mlx5_0/1"]["message"]
-
-
-# --- dcgm_diag -----------------------------------------------------------------------------------
-
-
-def test_dcgm_diag_without_a_gpu_is_skipped_no_hardware_and_runs_nothing(node, run, plain_pci):
-    node.programs.add("dcgmi")
-    done = run("dcgm_diag", {"pci_root": str(plain_pci)})
-    assert not done.failed
-    assert done.checks["dcgm.present"]["message"] == "skipped: no hardware"
-    assert node.calls == []
-
-
-def test_dcgm_diag_on_gpus_without_dcgmi_is_skipped_or_failed_when_required(node, run, gpu_pci):
-    done = run("dcgm_diag", {"pci_root": str(gpu_pci)})
-    assert not done.failed and done.checks["dcgm.present"]["message"] == "skipped: dcgmi not found"
-    required = run("dcgm_diag", {"pci_root": str(gpu_pci), "require_hardware": True})
-    assert required.failed and required.status("dcgm.present") == "fail"
-
-
-def test_dcgm_diag_runs_the_level_and_fails_on_a_failed_test(node, run, gpu_pci):
-    node.programs.add("dcgmi")
-    node.outputs["dcgmi diag -r 4"] = (0, load("dcgmi_diag", "r4-8gpu-legacy-format-pass-gcm.txt"), "")
-    passed = run("dcgm_diag", {"pci_root": str(gpu_pci), "level": 4, "timeout": 0})
-    assert not passed.failed and passed.result["status"] == "pass"
-    assert node.calls[-1][-3:] == ["diag", "-r", "4"]
-
-    node.outputs["dcgmi diag -r 3"] = (226, load("dcgmi_diag", "r1-deployment-fail-deepops.txt"), "")
-    failed = run("dcgm_diag", {"pci_root": str(gpu_pci), "timeout": 0})
-    assert failed.failed
-    assert failed.status("dcgmi.Persistence Mode") == "fail"
-
-
-def test_dcgm_diag_with_a_passing_table_but_a_nonzero_exit_fails(node, run, gpu_pci):
-    node.programs.add("dcgmi")
-    node.outputs["dcgmi diag -r 3"] = (124, load("dcgmi_diag", "r4-8gpu-legacy-format-pass-gcm.txt"), "timed out")
-    done = run("dcgm_diag", {"pci_root": str(gpu_pci), "timeout": 0})
-    assert done.failed and done.status("dcgm.run") == "fail"
-
-
-def test_dcgm_diag_replays_a_recording(node, run, tmp_path):
-    replay = tmp_path / "replay"
-    replay.mkdir()
-    (replay / "dcgmi-diag-r3.txt").write_text(fixture("dcgmi_diag", "r1-deployment-fail-deepops.txt").read_text())
-    done = run("dcgm_diag", {"replay_dir": str(replay)})
-    assert done.failed and done.result["source"] == "replay"
 
 
 # --- training_burnin -----------------------------------------------------------------------------

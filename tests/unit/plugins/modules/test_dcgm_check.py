@@ -66,3 +66,40 @@ def test_replay_judges_the_recording_and_runs_nothing(node, run, tmp_path):
     empty.mkdir()
     done = run("dcgm_check", {"replay_dir": str(empty)})
     assert (done.failed, done.checks["dcgmi"]["message"]) == (False, "skipped: no hardware")
+
+
+# --- the burn-in's use (playbooks/acceptance.yml): level 3 or 4, long runs, hardware required ---
+
+
+def test_gpus_without_dcgmi_fail_when_hardware_is_required(node, run, gpu_pci):
+    required = run("dcgm_check", {"pci_root": str(gpu_pci), "require_hardware": True})
+    assert required.failed and required.status("dcgmi") == "fail"
+    assert required.checks["dcgmi"]["message"] == "dcgmi not found (DCGM is not installed)"
+
+
+def test_a_level_4_run_passes_and_a_failed_test_at_level_3_fails(node, run, gpu_pci):
+    node.programs = {"dcgmi"}
+    node.outputs = {"dcgmi diag -r 4": (0, load("dcgmi_diag", "r4-8gpu-legacy-format-pass-gcm.txt"), "")}
+    passed = run("dcgm_check", {"pci_root": str(gpu_pci), "level": 4, "timeout": 0})
+    assert not passed.failed and passed.result["status"] == "pass" and passed.result["level"] == 4
+    node.outputs = {"dcgmi diag -r 3": (226, R1_FAIL, "")}
+    failed = run("dcgm_check", {"pci_root": str(gpu_pci), "level": 3, "timeout": 0})
+    assert failed.failed and failed.status("dcgmi.Persistence Mode") == "fail"
+
+
+def test_a_passing_table_with_a_nonzero_exit_fails_the_run(node, run, gpu_pci):
+    node.programs = {"dcgmi"}
+    node.outputs = {"dcgmi diag -r 3": (124, load("dcgmi_diag", "r4-8gpu-legacy-format-pass-gcm.txt"), "timed out")}
+    done = run("dcgm_check", {"pci_root": str(gpu_pci), "level": 3, "timeout": 0})
+    assert done.failed and done.status("dcgmi.run") == "fail"
+    assert done.checks["dcgmi.run"]["message"] == "dcgmi diag -r 3 exited 124: timed out"
+
+
+def test_a_recording_of_the_level_wins_over_a_recording_of_any_level(node, run, tmp_path):
+    (tmp_path / "dcgmi-diag-r3.txt").write_text(R1_FAIL)
+    (tmp_path / "dcgmi-diag.txt").write_text(R1_PASS)
+    level_3 = run("dcgm_check", {"replay_dir": str(tmp_path), "level": 3})
+    assert level_3.failed and level_3.result["source"] == "replay"
+    level_1 = run("dcgm_check", {"replay_dir": str(tmp_path)})
+    assert not level_1.failed and level_1.result["status"] == "pass"
+    assert node.calls == []

@@ -250,7 +250,7 @@ ROUTES.update(
 )
 # Outputs no node module reads yet: the controller judges them alone.
 NO_MODULE = {
-    "dcgmi_diag": "dcgm_diag (the burn-in's) runs it; no route here yet: test_burnin_modules.py judges the recordings",
+    "dcgmi_diag": "dcgm_check runs it (the prolog, the burn-in); no route here yet: test_dcgm_check.py judges them",
     "nvidia-smi_fabric": "no module runs the fabric judge yet (check judge nvidia-smi-fabric does)",
     "perfquery": "two readings (before, after), not one output: test_burnin_modules.py replays them in ib_counters",
 }
