@@ -16,34 +16,19 @@ Problem = tuple[Location, str]
 # (4 Blackwell GPUs, 2 Grace CPUs) and 9 NVLink switch trays in one liquid-cooled rack;
 # NVL36x2: two racks of 9 compute and 9 switch trays joined into one 72-GPU domain;
 # GB300 NVL72 keeps the GB200 NVL72 layout with Blackwell Ultra GPUs.
+_NVL72_ONE_RACK: dict[str, int | str] = {
+    "gpus": 72,
+    "racks": 1,
+    "trays_per_rack": 18,
+    "gpus_per_tray": 4,
+    "tray_gpu_slots": 4,
+    "switch_trays_per_rack": 9,
+    "cooling": "liquid",
+}
 PRESETS: dict[str, dict[str, int | str]] = {
-    "gb200_nvl72": {
-        "gpus": 72,
-        "racks": 1,
-        "trays_per_rack": 18,
-        "gpus_per_tray": 4,
-        "tray_gpu_slots": 4,
-        "switch_trays_per_rack": 9,
-        "cooling": "liquid",
-    },
-    "gb200_nvl36x2": {
-        "gpus": 72,
-        "racks": 2,
-        "trays_per_rack": 9,
-        "gpus_per_tray": 4,
-        "tray_gpu_slots": 4,
-        "switch_trays_per_rack": 9,
-        "cooling": "liquid",
-    },
-    "gb300_nvl72": {
-        "gpus": 72,
-        "racks": 1,
-        "trays_per_rack": 18,
-        "gpus_per_tray": 4,
-        "tray_gpu_slots": 4,
-        "switch_trays_per_rack": 9,
-        "cooling": "liquid",
-    },
+    "gb200_nvl72": _NVL72_ONE_RACK,
+    "gb200_nvl36x2": {**_NVL72_ONE_RACK, "racks": 2, "trays_per_rack": 9},
+    "gb300_nvl72": _NVL72_ONE_RACK,
 }
 COUNT_FIELDS = ("gpus", "racks", "trays_per_rack", "gpus_per_tray", "tray_gpu_slots", "switch_trays_per_rack")
 HERE = ("nvlink_domain",)
