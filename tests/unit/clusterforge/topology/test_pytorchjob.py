@@ -16,9 +16,10 @@ import yaml
 
 from clusterforge.topology import load
 from clusterforge.topology.render import files, k8s_labels, nccl, pytorchjob
-from tests.paths import EXAMPLES, LAB_TOPOLOGY, PROJECT, SCHEMAS
+from tests.paths import EXAMPLES, LAB_TOPOLOGY, PROJECT
+from tests.unit.clusterforge.topology.crd_schema import crd, validator
 
-CRD = yaml.safe_load((SCHEMAS / "kubernetes_crds" / "kubeflow.org_pytorchjobs.yaml").read_text())
+CRD = crd("kubeflow.org_pytorchjobs")
 K8S_VERSION = yaml.safe_load((PROJECT / "roles" / "kubernetes" / "defaults" / "main.yml").read_text())[
     "kubernetes_version"
 ]
@@ -26,23 +27,8 @@ PYTORCH_DEFAULTS = yaml.safe_load((PROJECT / "roles" / "pytorch" / "defaults" / 
 EXAMPLE_TOPOLOGIES = sorted(EXAMPLES.glob("*.topology.yml"))
 
 
-def _strict(schema: dict) -> dict:
-    """The CRD's schema as the API server applies it with strict field validation (kubectl's default
-    since 1.27): an object that lists its properties takes no others."""
-    schema = dict(schema)
-    if "properties" in schema and "additionalProperties" not in schema:
-        schema["additionalProperties"] = False
-    for key in ("properties",):
-        if key in schema:
-            schema[key] = {name: _strict(sub) for name, sub in schema[key].items()}
-    for key in ("items", "additionalProperties"):
-        if isinstance(schema.get(key), dict):
-            schema[key] = _strict(schema[key])
-    return schema
-
-
 VERSION = next(v for v in CRD["spec"]["versions"] if v["name"] == "v1")
-VALIDATOR = jsonschema.Draft4Validator(_strict(VERSION["schema"]["openAPIV3Schema"]))
+VALIDATOR = validator(CRD, "v1")
 
 
 def validate(job: dict) -> None:
