@@ -94,6 +94,12 @@ options:
   rails:
     description: NICs (rails) per node NCCL uses, for multi-node runs.
     type: int
+  nvlink_domain:
+    description:
+      - Every node of the run is a tray of one multi-node NVLink domain (GB200/GB300 NVL72), so the run
+        crosses trays over NVLink and is judged against O(nvlink_generation), not the rails.
+    type: bool
+    default: false
   expected_busbw:
     description: Reference bus bandwidth in GB/s, overriding the derivation (a site's golden run).
     type: float
@@ -226,6 +232,7 @@ def build_module():
             nvlink_generation=dict(type="int"),
             nic_rate_gbps=dict(type="float"),
             rails=dict(type="int"),
+            nvlink_domain=dict(type="bool", default=False),
             expected_busbw=dict(type="float"),
             efficiency_floor=dict(type="float"),
             timeout=dict(type="int", default=900),
@@ -265,6 +272,7 @@ EXPECTATION_OPTIONS = {
     "nvlink_generation": "nvlink_generation",
     "nic_rate_gbps": "nic_rate_gbps",
     "rails": "rails",
+    "nvlink_domain": "nvlink_domain",
     "expected_busbw": "expected_busbw",
     "efficiency_floor": "efficiency_floor",
 }
@@ -272,6 +280,7 @@ EXPECTATION_OPTIONS = {
 
 def expectation(params: dict) -> dict:
     expected = {key: params[option] for option, key in EXPECTATION_OPTIONS.items()}
+    expected["nvlink_domain"] = expected["nvlink_domain"] or None  # false: no key, the judge's default
     expected["nodes"] = max(len(params["hosts"]), 1)
     return {key: value for key, value in expected.items() if value is not None}
 

@@ -21,6 +21,8 @@ TABLE = {
     "h100-2node-16gpu-ib-bitdeer.txt": ("wrong", 16, 2, 6, (256 << 20, 8 << 30), 468.34, 443.007),
     "h100-2node-gcp-a3mega-tcpxo-header-damaged.txt": ("wrong", 16, 2, 31, (8, 8 << 30), 338.82, 70.742),
     "h100-8gpu-single-node-bitdeer.txt": ("wrong", 8, 1, 4, (256 << 20, 2 << 30), 470.73, 448.212),
+    # Only the last rank's line was published with the table: 1 rank line, 72 ranks in the run.
+    "gb200-nvl72-72gpu-one-rack-coreweave-pr43.txt": ("wrong", 1, 1, 5, (512 << 20, 8 << 30), 846.82, 745.53),
 }
 
 # What each run is judged against, from its source file's hardware line, and the verdicts.
@@ -45,6 +47,12 @@ JUDGED = {
     ),
     # NVLS: 470.7 GB/s = 105% of the NVLink 4 per-direction 450.
     "h100-8gpu-single-node-bitdeer.txt": ({"nvlink_generation": 4}, PASS, PASS),
+    # One GB200 NVL72 rack, 18 trays x 4 GPUs in one NVLink domain: 846.8 GB/s = 94% of NVLink 5's 900.
+    "gb200-nvl72-72gpu-one-rack-coreweave-pr43.txt": (
+        {"nvlink_generation": 5, "nvlink_domain": True, "nodes": 18, "ranks": 72},
+        PASS,
+        PASS,
+    ),
 }
 
 
@@ -244,3 +252,25 @@ def test_malformed(text: str, match: str):
 def test_header_without_rows_is_a_failed_run():
     with pytest.raises(ToolFailed, match="stopped before the result table"):
         parse_nccl_tests("# nThread 1 nGpus 8\n#  Rank  0 Group  0 Pid 1 on h device  0 [0x1b] NVIDIA H100\n")
+
+
+def test_a_run_inside_one_nvlink_domain_is_held_to_nvlink_not_to_the_rails():
+    """Across a GB200 NVL72 rack the trays talk over NVLink 5: the scale-out rails (4 x 400 Gb/s =
+    200 GB/s) would pass a rack that lost most of its NVLink bandwidth."""
+    rack = parse_nccl_tests(load(KIND, "gb200-nvl72-72gpu-one-rack-coreweave-pr43.txt"))
+    in_domain = {"nvlink_generation": 5, "nvlink_domain": True, "nodes": 18}
+    figures = nccl_judge.busbw_figures(rack, in_domain)
+    assert (figures["reference"], figures["floor"]) == (900.0, 720.0)
+    assert figures["how"] == "NVLink 5 across one NVLink domain's 18 nodes"
+    rails = nccl_judge.busbw_figures(rack, {"nvlink_generation": 5, "nic_rate_gbps": 400, "rails": 4, "nodes": 18})
+    assert rails["reference"] == 200.0
+    # A real 2-node run over 8x NDR InfiniBand (468 GB/s) is far below a domain's NVLink 5 floor.
+    over_ib = parse_nccl_tests(load(KIND, "h100-2node-16gpu-ib-bitdeer.txt"))
+    busbw = next(r for r in nccl_judge.judge_nccl(over_ib, {**in_domain, "nodes": 2}) if r.check == "nccl.busbw")
+    assert busbw.status == FAIL and busbw.measured == 468.34
+
+
+def test_nvlink_domain_needs_the_nvlink_generation():
+    rack = parse_nccl_tests(load(KIND, "gb200-nvl72-72gpu-one-rack-coreweave-pr43.txt"))
+    reference, why = nccl_judge.expected_busbw(rack, {"nvlink_domain": True, "nodes": 18})
+    assert reference is None and why == "nvlink_domain without nvlink_generation"

@@ -147,3 +147,14 @@ def test_check_mode_changes_nothing(node, run, tmp_path, check_mode):
     done = run("nccl_check", {"replay_dir": str(tmp_path), "label": "intra"}, check_mode=check_mode)
     assert done.result["changed"] is False
     assert "nccl.intra.busbw" in done.checks
+
+
+def test_a_run_across_one_nvlink_domain_s_trays_is_held_to_nvlink_5(node, run, tmp_path):
+    """The real full-rack GB200 NVL72 output, replayed as the run of two trays of one domain."""
+    (tmp_path / "all_reduce_perf.2node.txt").write_text(load(KIND, "gb200-nvl72-72gpu-one-rack-coreweave-pr43.txt"))
+    common = {"replay_dir": str(tmp_path), "hosts": ["gb001", "gb002"], "launcher": MPIRUN, "nvlink_generation": 5}
+    domain = run("nccl_check", {**common, "nvlink_domain": True})
+    assert domain.result["busbw"]["how"] == "NVLink 5 across one NVLink domain's 2 nodes"
+    assert domain.result["busbw"]["floor"] == 720.0 and domain.result["status"] == "pass"
+    rails = run("nccl_check", {**common, "nic_rate_gbps": 400, "rails": 4})
+    assert rails.result["busbw"]["reference"] == 200.0
