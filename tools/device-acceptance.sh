@@ -101,9 +101,17 @@ if [ -n "$nccl_bin" ]; then
 else
   step nccl_all_reduce_perf "$host-${gpus}gpu.txt" "" "all_reduce_perf not found (set NCCL_TESTS_BIN)"
 fi
+# The acceptance job twice through torchrun's c10d rendezvous (a TCPStore: the pip torch has libuv):
+# uninterrupted, then with the last rank killed before step 23, which torchrun restarts (every rank
+# resumes from step 20). training_check judges the pair as its torchrun launcher's recordings
+# (training-reference.txt, training-elastic.txt).
+job=(--backend nccl --steps 40 --checkpoint-every 5)
 if [ -n "$torchrun" ] && [ -f "$ddp_smoke" ]; then
-  step training_smoke "$host-nccl.txt" "$torchrun" "$torchrun" --standalone --nproc_per_node="$gpus" \
-    "$ddp_smoke" --backend nccl --steps 40 --checkpoint-every 5 --checkpoint-dir "$out/training_smoke/checkpoints"
+  step training_smoke "$host-nccl-reference.txt" "$torchrun" "$torchrun" --standalone --nproc_per_node="$gpus" \
+    "$ddp_smoke" "${job[@]}" --checkpoint-dir "$out/training_smoke/checkpoints-reference"
+  step training_smoke "$host-nccl-elastic.txt" "$torchrun" "$torchrun" --standalone --nproc_per_node="$gpus" \
+    --max-restarts=1 "$ddp_smoke" "${job[@]}" --checkpoint-dir "$out/training_smoke/checkpoints-elastic" \
+    --kill-rank $((gpus - 1)) --kill-at-step 23
 else
   step training_smoke "$host-nccl.txt" "" "torchrun not found (set TORCHRUN) or no acceptance job script at $ddp_smoke"
 fi

@@ -91,3 +91,25 @@ def test_with_fake_tools_each_output_is_saved_with_its_source(tmp_path):
     assert any(line.startswith("skipped: training_smoke: torchrun not found") for line in summary)
     if not os.path.exists("/usr/local/cuda/bin/nvcc"):
         assert any(line.startswith("skipped: cuda_probe: nvcc not found") for line in summary)
+
+
+def test_the_training_job_runs_uninterrupted_then_with_a_rank_torchrun_restarts(tmp_path):
+    fake = tmp_path / "fake-bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text(
+        "#!/bin/sh\n# FAKE nvidia-smi for this test: two GPUs.\n"
+        'case "$*" in\n  *--query-gpu=index*) printf "0\\n1\\n" ;;\n  *) echo "GPU" ;;\nesac\n'
+    )
+    (fake / "torchrun").write_text('#!/bin/sh\necho "FAKE torchrun $*"\n')
+    for tool in fake.iterdir():
+        tool.chmod(0o755)
+    out = tmp_path / "out"
+    done = _run(tmp_path, "--out", str(out), path=f"{fake}:{BASE_PATH}", NVCC=str(tmp_path / "no-nvcc"))
+    assert done.returncode == 0, done.stderr
+    host = socket.gethostname().split(".")[0]
+    reference = (out / "training_smoke" / f"{host}-nccl-reference.txt").read_text()
+    elastic = (out / "training_smoke" / f"{host}-nccl-elastic.txt").read_text()
+    assert reference.startswith("FAKE torchrun --standalone --nproc_per_node=2 ")
+    assert "--kill-rank" not in reference and "--max-restarts" not in reference
+    assert "--nproc_per_node=2 --max-restarts=1 " in elastic
+    assert elastic.rstrip().endswith("--kill-rank 1 --kill-at-step 23")
