@@ -13,6 +13,9 @@ CAPABILITY_GROUPS = (GPU, NVSWITCH, INFINIBAND, ROCE)
 # node that builds against CUDA, an image build, the lab): the topology's ansible.gpu_software
 # roles. The gpu stage targets gpu:gpu_software.
 GPU_SOFTWARE = "gpu_software"
+# Rack-scale NVLink domains (the topology's nvlink_domain): this group holds one nvlink_<domain> group
+# per domain, whose clusterforge_nvlink_domain names it; the gpu stage gives their hosts IMEX.
+NVLINK_DOMAIN = "nvlink_domain"
 # Ethernet fabrics of these purposes carry RDMA (RoCE); in-band and out-of-band ones carry TCP/IP.
 RDMA_PURPOSES = ("compute", "storage")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterforge.topology import ClusterPlan, groups
+from clusterforge.topology import ClusterPlan, groups, nvlink
 from clusterforge.topology.fabric import FabricPlan, Switch
 from clusterforge.topology.hosts import Host
 from clusterforge.topology.model import Topology
@@ -122,6 +122,15 @@ def build(plan: ClusterPlan) -> InventoryData:
                 if leaf_group not in data.group_hosts:
                     _add_leaf_group(data, leaf_group, group_name("fabric", fabric_name), pods[fabric_name])
                 data.add(leaf_group, host.name)
+    # One group per NVLink domain (named as the rendered IMEX files and Slurm blocks name it), under
+    # nvlink_domain, which exists even when empty so that a play can target it on any cluster.
+    data.children[groups.NVLINK_DOMAIN] = []
+    for domain, trays in nvlink.named_domains(topology, plan.hosts):
+        domain_group = group_name("nvlink", domain)
+        data.group_vars[domain_group] = {"clusterforge_nvlink_domain": domain}
+        data.children[groups.NVLINK_DOMAIN].append(domain_group)
+        for tray in trays:
+            data.add(domain_group, tray.name)
     return data
 
 

@@ -211,3 +211,9 @@ def domains(topology: Topology, hosts: list[Host]) -> list[list[Host]]:
     domain, _ = resolve(spec)
     trays = tray_hosts(topology, hosts)
     return [trays[start : start + domain.trays] for start in range(0, len(trays), domain.trays)]
+
+
+def named_domains(topology: Topology, hosts: list[Host]) -> list[tuple[str, list[Host]]]:
+    """(name, trays) per NVLink domain: nvl01, nvl02... in host order, the names the rendered IMEX
+    files, Slurm blocks, ComputeDomains and the inventory's nvlink_<name> groups all use."""
+    return [(f"nvl{number:02d}", trays) for number, trays in enumerate(domains(topology, hosts), 1)]

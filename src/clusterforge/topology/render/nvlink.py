@@ -22,15 +22,34 @@ COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
 
 def domain_names(plan: ClusterPlan) -> list[tuple[str, list[str]]]:
     """(domain name, its tray host names) per NVLink domain, in host order."""
-    return [
-        (f"nvl{number:02d}", [host.name for host in trays])
-        for number, trays in enumerate(nvlink.domains(plan.topology, plan.hosts), 1)
-    ]
+    return [(name, [host.name for host in trays]) for name, trays in nvlink.named_domains(plan.topology, plan.hosts)]
 
 
 def nodes_config(plan: ClusterPlan, trays: list[str]) -> str:
     # Addresses only: the IMEX guide documents no comment syntax for this file.
     return "".join(f"{plan.interface_addresses(plan.host(name))['inband']}\n" for name in trays)
+
+
+def tray_domain(plan: ClusterPlan, host_name: str) -> str | None:
+    """The NVLink domain whose trays include host_name, or None (the inventory's domain groups)."""
+    return next((name for name, trays in domain_names(plan) if host_name in trays), None)
+
+
+def imex_nodes_config(plan: ClusterPlan, host_name: str, domain: str) -> str:
+    """nodes_config.cfg for host_name as a member of domain: the text `files()` renders for that
+    domain. ValueError names what is wrong: an unknown domain, or a host outside its list."""
+    names = dict(domain_names(plan))
+    if domain not in names:
+        known = ", ".join(names) or "none: the topology has no nvlink_domain"
+        raise ValueError(f"unknown NVLink domain {domain!r}; expected one of {known}")
+    if host_name not in names[domain]:
+        own = tray_domain(plan, host_name)
+        where = f"its domain is {own}" if own else "it is no tray of any NVLink domain"
+        raise ValueError(
+            f"{host_name} is not in NVLink domain {domain}'s node list ({', '.join(names[domain])}); "
+            f"expected a domain the host belongs to ({where})"
+        )
+    return nodes_config(plan, names[domain])
 
 
 def block_conf(plan: ClusterPlan) -> str:
