@@ -16,7 +16,7 @@ Six repositories, in the vendors' (and a site's) layouts:
 - ``compute/cuda/repos/debian12/<x86_64|sbsa>``: NVIDIA's flat CUDA repository
   ``https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /``, key at
   ``compute/cuda/repos/debian12/x86_64/3bf863cc.pub`` (the driver packages', the CUDA toolkit
-  metapackages', cuDNN's and DCGM's stand-ins).
+  metapackages', Fabric Manager's, IMEX's, cuDNN's and DCGM's stand-ins).
 - ``lustre/lustre-2.15.x/debian12/client``: a Lustre client repository laid out like Whamcloud's
   per-release, per-OS client directories (``lustre-<version>/<os>/client/``), as a flat apt
   repository a site or DDN serves, key at ``lustre/lustre-2.15.x/debian12/client/lustre.asc``
@@ -136,12 +136,28 @@ def _idle_unit(name: str, description: str) -> tuple[str, str]:
 FABRICMANAGER_UNIT = _idle_unit("nvidia-fabricmanager", "NVIDIA fabric manager service")
 
 
+# The IMEX stand-in (NVIDIA's nvidia-imex-<branch>): its unit under NVIDIA's name, which the nvidia_imex
+# role enables and starts only where the driver is loaded, and a config.cfg with a few of the keys the
+# IMEX guide documents at their documented defaults, which the role merges its settings into. It runs
+# nothing of NVIDIA's.
+IMEX_UNIT = _idle_unit("nvidia-imex", "NVIDIA IMEX service")
+IMEX_CONFIG = (
+    "etc/nvidia-imex/config.cfg",
+    f"# {STANDIN_LABEL}: not NVIDIA's file, a few keys of the IMEX guide at their defaults\n"
+    "DAEMONIZE=1\n"
+    "BIND_INTERFACE_IP=\n"
+    "SERVER_PORT=50000\n"
+    "IMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n",
+)
+
+
 def _cuda_standins() -> list[StandIn]:
     out = []
     for version in ("550.127.08-1", "550.163.01-1"):
         out += [
             StandIn(CUDA, "nvidia-driver-cuda", version),
             StandIn(CUDA, "nvidia-fabricmanager-550", version, files=(FABRICMANAGER_UNIT,)),
+            StandIn(CUDA, "nvidia-imex-550", version, files=(IMEX_UNIT, IMEX_CONFIG)),
             StandIn(CUDA, "cuda-drivers-550", version, f"nvidia-driver-cuda (= {version})"),
         ]
     return out

@@ -95,16 +95,23 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
             ) + ([f"./{mirror.LNET_UNIT[0]}"] if stanza["Package"] == "lustre-client-utils" else [])
             extra += [f"./{mirror.KUBELET_UNIT[0]}"] if stanza["Package"] == "kubelet" else []
             extra += [f"./{mirror.DCGM_UNIT[0]}"] if stanza["Package"] == "datacenter-gpu-manager" else []
+            extra += (
+                [f"./{mirror.IMEX_UNIT[0]}", f"./{mirror.IMEX_CONFIG[0]}"]
+                if stanza["Package"] == "nvidia-imex-550"
+                else []
+            )
             assert sorted(paths) == sorted([f"./{mirror.STANDIN_MARKER_DIR}/{stanza['Package']}", *extra]), name
     assert versions["nvidia-container-toolkit"] == {"1.17.8-1", "1.17.9-1"}
     assert versions["docker-ce"] == {"5:28.5.1-1~debian.13~trixie", "5:28.5.2-1~debian.13~trixie"}
     assert versions["nvidia-driver-cuda"] == {"550.127.08-1", "550.163.01-1"}
+    assert versions["nvidia-imex-550"] == {"550.127.08-1", "550.163.01-1"}
     assert versions["libcudnn9-dev-cuda-12"] == {"9.10.2.21-1", "9.11.0.98-1"}
     assert versions["cuda-toolkit-12-4"] == {"12.4.0-1", "12.4.1-1"}
     assert versions["cuda-toolkit-12-6"] == {"12.6.2-1", "12.6.3-1"}
     assert set(versions) == {
         "nvidia-driver-cuda",
         "nvidia-fabricmanager-550",
+        "nvidia-imex-550",
         "cuda-drivers-550",
         "cuda-toolkit-12-4",
         "cuda-toolkit-12-6",
@@ -153,7 +160,8 @@ def test_the_fabric_manager_stand_in_carries_a_harmless_unit_of_nvidia_s_name(tm
     unit = (tree / "usr/lib/systemd/system/nvidia-fabricmanager.service").read_text()
     assert mirror.STANDIN_LABEL in unit
     assert "ExecStart=/bin/sleep infinity" in unit
-    assert [p.files for p in mirror.default_standins() if p.files and p.name != "nvidia-fabricmanager-550"] == [
+    others = ("nvidia-fabricmanager-550", "nvidia-imex-550")
+    assert [p.files for p in mirror.default_standins() if p.files and p.name not in others] == [
         (mirror.DCGM_UNIT,),
         (mirror.DCGM_UNIT,),
         (mirror.LNET_UNIT,),
@@ -161,6 +169,19 @@ def test_the_fabric_manager_stand_in_carries_a_harmless_unit_of_nvidia_s_name(tm
         (mirror.KUBELET_UNIT,),
         (mirror.KUBELET_UNIT,),
     ]
+
+
+def test_the_imex_stand_in_carries_a_harmless_unit_and_a_config_of_nvidia_s_names(tmp_path):
+    pkg = next(p for p in mirror.default_standins() if p.name == "nvidia-imex-550")
+    deb = mirror.build_standin(pkg, "amd64", tmp_path)
+    tree = tmp_path / "tree"
+    subprocess.run(["dpkg-deb", "--extract", str(deb), str(tree)], check=True)
+    unit = (tree / "usr/lib/systemd/system/nvidia-imex.service").read_text()
+    assert mirror.STANDIN_LABEL in unit
+    assert "ExecStart=/bin/sleep infinity" in unit
+    config = (tree / "etc/nvidia-imex/config.cfg").read_text()
+    assert config.startswith(f"# {mirror.STANDIN_LABEL}")
+    assert "SERVER_PORT=50000\nIMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n" in config
 
 
 def test_lustre_repo_is_flat_signed_and_laid_out_like_a_whamcloud_client_directory(built, tmp_path):
