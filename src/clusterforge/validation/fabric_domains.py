@@ -38,7 +38,7 @@ def domain_results(trays: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     (status, checks, counts, source, domain, expected)} for validate's records."""
     fabric = judges.load("nvidia_fabric")
     verdicts = judges.load("verdicts")
-    payload = judges.load("check_module").payload
+    plumbing = judges.load("check_module")
     by_domain: dict[str, list[dict[str, Any]]] = {}
     for tray in trays:
         by_domain.setdefault(str(tray["domain"]), []).append(tray)
@@ -49,11 +49,11 @@ def domain_results(trays: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         ranked = votes.most_common()
         expected = ranked[0][0] if ranked and (len(ranked) == 1 or ranked[0][1] > ranked[1][1]) else None
         for tray in members:
-            found[tray["host"]] = _tray_result(fabric, verdicts, payload, domain, tray, judged, votes, expected)
+            found[tray["host"]] = _tray_result(fabric, verdicts, plumbing, domain, tray, judged, votes, expected)
     return found
 
 
-def _tray_result(fabric, verdicts, payload, domain, tray, judged, votes, expected) -> dict[str, Any]:
+def _tray_result(fabric, verdicts, plumbing, domain, tray, judged, votes, expected) -> dict[str, Any]:
     name = check_name(domain)
     if tray not in judged:
         check = verdicts.skipped(name, f"{verdicts.NO_HARDWARE} (this tray's fabric check was skipped)")
@@ -86,6 +86,13 @@ def _tray_result(fabric, verdicts, payload, domain, tray, judged, votes, expecte
             _said(expected),
             f"NVLink domain {domain} ({share}): {judged_tray.message}",
         )
-    body = payload([check])
-    body.update(source=tray.get("source") or "live", domain=domain, expected=_said(expected) if expected else None)
+    body = plumbing.payload([check])
+    # msg: what the host's failure says in the run's summary, as a module's fail_json msg would.
+    failed = check.status == verdicts.FAIL
+    body.update(
+        msg=plumbing.failure_message(MODULE, [check]) if failed else f"{MODULE}: {check.status}",
+        source=tray.get("source") or "live",
+        domain=domain,
+        expected=_said(expected) if expected else None,
+    )
     return body
