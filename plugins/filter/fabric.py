@@ -50,7 +50,9 @@ def fabric_domains(hosts, hostvars):
     try:
         from clusterforge.validation.fabric_domains import domain_results
     except ImportError as exc:
-        raise AnsibleFilterError(f"clusterforge_validation_fabric_domains needs the clusterforge package: {exc}") from None
+        raise AnsibleFilterError(
+            f"clusterforge_validation_fabric_domains needs the clusterforge package: {exc}"
+        ) from None
     trays = []
     for host in hosts or ():
         variables = hostvars[host]

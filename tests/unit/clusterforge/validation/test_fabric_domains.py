@@ -36,9 +36,7 @@ def checks(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def test_the_tray_that_differs_from_most_fails_naming_the_domain_and_both_values():
-    results = domain_results(
-        [tray("t1", ATTACHED), tray("t2", ATTACHED), tray("t3", ATTACHED, cluster_uuid=OTHER)]
-    )
+    results = domain_results([tray("t1", ATTACHED), tray("t2", ATTACHED), tray("t3", ATTACHED, cluster_uuid=OTHER)])
     by_host = checks(results)
     assert {host: check["status"] for host, check in by_host.items()} == {"t1": "pass", "t2": "pass", "t3": "fail"}
     assert by_host["t3"]["check"] == "nvlink_domain.nvl01"
@@ -60,8 +58,7 @@ def test_a_tie_fails_every_tray_naming_them_all():
     by_host = checks(domain_results([tray("t1", ATTACHED), tray("t2", ATTACHED, clique_id="3")]))
     assert {check["status"] for check in by_host.values()} == {"fail"}
     assert by_host["t1"]["message"] == (
-        "NVLink domain nvl01: no identity is reported by more trays than any other "
-        f"(t1 2/{UUID}, t2 3/{UUID})"
+        f"NVLink domain nvl01: no identity is reported by more trays than any other (t1 2/{UUID}, t2 3/{UUID})"
     )
 
 

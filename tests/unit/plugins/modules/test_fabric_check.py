@@ -39,7 +39,8 @@ def test_an_unhealthy_tray_fails_on_health_and_reports_its_domain(node, run, gpu
     assert node.environ[0]["LC_ALL"] == "C"
     statuses = {name: check["status"] for name, check in done.checks.items()}
     assert statuses == {"gpu.fabric_state": "pass", "gpu.fabric_domain": "pass", "gpu.fabric_health": "fail"}
-    assert done.result["msg"] == "fabric_check: 1 of 3 checks failed: gpu.fabric_health: fabric health summary: #1 Unhealthy"
+    said = "fabric_check: 1 of 3 checks failed: gpu.fabric_health: fabric health summary: #1 Unhealthy"
+    assert done.result["msg"] == said
     assert done.result["identity"] == {"clique_id": "2", "cluster_uuid": "dc6e40c4-d722-4357-9ba6-5291dd461278"}
     assert done.result["gpus"][0]["health"] == {"Summary": "Unhealthy", "Bandwidth": "Full"}
 
