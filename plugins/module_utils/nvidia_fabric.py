@@ -96,13 +96,40 @@ def _state(gpus: list[dict]):
     return result(STATE_CHECK, PASS, measured, "Completed/Success", f"{len(gpus)} GPU(s) Completed/Success")
 
 
+def in_a_domain(clique, uuid) -> bool:
+    """False for the values of a GPU in no NVLink domain (absent, clique 0, the all-zero UUID)."""
+    return uuid not in (None, ZERO_UUID) and uuid not in ABSENT and clique not in (None, "0") and clique not in ABSENT
+
+
+def identity(gpus: list[dict]) -> dict | None:
+    """The node's NVLink domain identity for the controller: the CliqueId and ClusterUUID most of its
+    fabric-attached GPUs report (the first of them on a tie), or None when none is in a domain. A
+    node whose GPUs disagree fails its own domain check; this is only what it mostly says."""
+    counted: dict = {}
+    for gpu in _attached(gpus):
+        clique, uuid = gpu.get("clique_id"), gpu.get("cluster_uuid")
+        if in_a_domain(clique, uuid):
+            key = (clique, uuid.lower())
+            counted[key] = counted.get(key, 0) + 1
+    if not counted:
+        return None
+    clique, uuid = max(counted, key=lambda key: counted[key])  # max keeps the first of equal counts
+    return {"clique_id": clique, "cluster_uuid": uuid}
+
+
+def judge_domain(gpus: list[dict], expected: dict):
+    """The domain check alone, against an expected clique_id and cluster_uuid (a domain's identity
+    decided across its trays on the controller), on the attached GPUs of one node."""
+    return _domain(_attached(gpus) or gpus, expected)
+
+
 def _domain(gpus: list[dict], expected: dict):
     measured = {gpu["gpu"]: f"{gpu.get('clique_id')}/{gpu.get('cluster_uuid')}" for gpu in gpus}
     want = {key: expected[key] for key in ("clique_id", "cluster_uuid") if key in expected}
     problems = []
     for gpu in gpus:
         name, clique, uuid = gpu["gpu"], gpu.get("clique_id"), gpu.get("cluster_uuid")
-        if uuid in (None, ZERO_UUID) or clique in (None, "0"):
+        if not in_a_domain(clique, uuid):
             problems.append(f"{name} in no NVLink domain (CliqueId {clique}, ClusterUUID {uuid})")
         elif "clique_id" in want and clique != str(want["clique_id"]):
             problems.append(f"{name} CliqueId {clique}, expected the domain's {want['clique_id']}")

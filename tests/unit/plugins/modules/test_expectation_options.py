@@ -13,6 +13,7 @@ from ansible.module_utils import (
     ib_judge,
     mlxconfig_judge,
     nccl_judge,
+    nvidia_fabric,
     training_judge,
 )
 from ansible.module_utils.expectation_keys import validate
@@ -34,6 +35,7 @@ TABLES = {
     },
     "dcgm_check": gpu_judge.DCGMI_KEYS,
     "training_check": training_judge.TRAINING_KEYS,
+    "fabric_check": nvidia_fabric.FABRIC_KEYS,
 }
 # A value of each Ansible option type, for a module's every option set at once.
 SAMPLES = {"int": 2, "float": 1.5, "bool": True, "str": "x", "path": "/x", "list": ["mlx5_0"], "dict": {"mlx5_0": 400}}

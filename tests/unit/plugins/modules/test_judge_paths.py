@@ -172,6 +172,12 @@ def _cabling(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> t
     return "cabling_check", {"plan": CABLING_PLAN, "sysfs_root": str(setup.tmp / "infiniband")}
 
 
+def _fabric(node: Node, setup: Setup, text: str, expected: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    node.programs = {"nvidia-smi"}
+    node.outputs = {"nvidia-smi -q": (0, text, "")}
+    return "fabric_check", {**expected, "timeout": 0, "pci_root": setup.pci_root}
+
+
 def _same(check: str) -> str:
     return check
 
@@ -248,10 +254,17 @@ ROUTES.update(
         ),
     }
 )
+ROUTES["nvidia-smi_fabric"] = Route(
+    "nvidia-smi-fabric",
+    # The domain of the attached tray of issue 626, so the other recording's zero UUID fails against it too.
+    lambda text: {"clique_id": 2, "cluster_uuid": "dc6e40c4-d722-4357-9ba6-5291dd461278"},
+    _fabric,
+    _same,
+    "gpu.fabric_state",
+)
 # Outputs no node module reads yet: the controller judges them alone.
 NO_MODULE = {
     "dcgmi_diag": "dcgm_check runs it (the prolog, the burn-in); no route here yet: test_dcgm_check.py judges them",
-    "nvidia-smi_fabric": "no module runs the fabric judge yet (check judge nvidia-smi-fabric does)",
     "perfquery": "two readings (before, after), not one output: test_burnin_modules.py replays them in ib_counters",
 }
 # Outputs that are no check's: Slurm's accounting tables, read by the slurm_accounts module

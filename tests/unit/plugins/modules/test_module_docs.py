@@ -39,7 +39,7 @@ def docs() -> dict:
 
 
 def test_every_check_module_is_documented(docs):
-    assert len(CHECK_MODULES) == 8
+    assert len(CHECK_MODULES) == 9
     assert sorted(docs) == CHECK_MODULES
 
 
