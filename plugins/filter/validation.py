@@ -30,6 +30,7 @@ description:
     C(clusterforge_cabling_csv) (the cabling plan CSV, as C(clusterforge topology render) writes it),
     C(clusterforge_validation_records) (a registered check result trimmed for the report),
     C(clusterforge_validation_busbw_floor) (the all-reduce floor the multi-node NCCL runs were held to),
+    C(clusterforge_validation_one_nvlink_domain) (whether a run's hosts are trays of one NVLink domain),
     C(clusterforge_validation_unreachable) (why a host became unreachable, from its registered results) and
     C(clusterforge_validation_host_verdict) (a host's status and failures from its records after the
     bisection, by the rule the report applies)."
@@ -195,6 +196,14 @@ def records(registered, module, **extra):
     return found
 
 
+def one_nvlink_domain(hosts, hostvars):
+    """Whether every host of an NCCL run is a tray of the same multi-node NVLink domain
+    (clusterforge_nvlink_domain, from the topology inventory): such a run crosses trays over
+    NVLink, and nccl_check judges it against NVLink rather than the scale-out rails."""
+    domains = {(hostvars[host] or {}).get("clusterforge_nvlink_domain") for host in hosts or ()}
+    return len(domains) == 1 and None not in domains
+
+
 def busbw_floor(run_records):
     """The all-reduce bus bandwidth floor (GB/s) the multi-node nccl-tests runs were held to (their
     records, nccl_check's busbw.floor; the lowest when several): the floor the acceptance job's own
@@ -258,6 +267,7 @@ class FilterModule:
             "clusterforge_cabling_csv": cabling_csv,
             "clusterforge_validation_records": records,
             "clusterforge_validation_busbw_floor": busbw_floor,
+            "clusterforge_validation_one_nvlink_domain": one_nvlink_domain,
             "clusterforge_validation_host_verdict": host_verdict,
             "clusterforge_validation_unreachable": unreachable_message,
         }

@@ -1,5 +1,6 @@
-"""clusterforge_validation_busbw_floor: the floor the acceptance job's all-reduce is held to is the
-one the multi-node NCCL all_reduce runs were held to, read from their records."""
+"""The validation playbook's filters: clusterforge_validation_busbw_floor (the acceptance job's
+all-reduce is held to the floor the multi-node NCCL all_reduce runs were held to, read from their
+records) and clusterforge_validation_one_nvlink_domain (a run inside one NVLink domain)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,17 @@ def test_without_an_all_reduce_run_with_a_floor_there_is_none():
 
 def test_the_filter_is_registered_under_its_documented_name():
     assert validation.FilterModule().filters()["clusterforge_validation_busbw_floor"] is validation.busbw_floor
+
+
+def test_a_run_is_inside_one_nvlink_domain_only_when_every_host_is_a_tray_of_it():
+    hostvars = {
+        "gb001": {"clusterforge_nvlink_domain": "nvl01"},
+        "gb002": {"clusterforge_nvlink_domain": "nvl01"},
+        "gb019": {"clusterforge_nvlink_domain": "nvl02"},
+        "head01": {},
+    }
+    assert validation.one_nvlink_domain(["gb001", "gb002"], hostvars) is True
+    assert validation.one_nvlink_domain(["gb001", "gb019"], hostvars) is False  # across racks: the rails
+    assert validation.one_nvlink_domain(["gb001", "head01"], hostvars) is False
+    assert validation.one_nvlink_domain(["head01"], hostvars) is False
+    assert validation.one_nvlink_domain([], hostvars) is False
