@@ -2,11 +2,12 @@
 that can halve that pair's bandwidth, and which pair a failure affects.
 
 A rail is a GPU-NIC pair of the topology's rail order (clusterforge.topology.expectations:
-rail_hcas with hca_gpus, carried by the report's Cabling). Its cells come from the records the
-node's modules wrote, read with the judges' own per-item rules (plugins/module_utils):
+rail_hcas with hca_gpus, and each HCA's PCI address, carried by the report's Cabling). Its cells
+come from the records the node's modules wrote, read with the judges' own per-item rules (plugins/module_utils):
 
-- ``acs``: pcie.acs, per NIC-GPU pair of PCI addresses (acs_judge.pair_verdicts); the
-  gpudirect_check record's ``nics`` ({device: PCI address}) places a pair on its rail;
+- ``acs``: pcie.acs, per NIC-GPU pair of PCI addresses (acs_judge.pair_verdicts), placed on its
+  rail by the gpudirect_check record's ``nics`` ({device: PCI address}), else by the topology's HCA
+  PCI addresses;
 - ``nic_pcie``: rdma.mlxconfig, per NIC (mlxconfig_judge.device_verdicts), placed by PCI address
   or device name; a NIC the output names otherwise (an mst device path) cannot be placed, so it
   counts on every rail not otherwise placed, named in the cell;
@@ -120,12 +121,16 @@ def _node_wide(checks: list, names: tuple[str, ...]) -> Cell:
     return Cell(status, "; ".join(check.message for check in bad), origin)
 
 
-def _rows(host: str, records: list[dict], checks: list, pairs: list[tuple[str, int | None]]) -> list[Rail]:
-    nics = {}
+def _rows(host: str, records: list[dict], checks: list, pairs: list, planned: dict[str, str]) -> list[Rail]:
+    # PCI address -> RDMA device: the topology's plan, overridden by what the node reported.
+    nics = {pci: device for device, pci in planned.items()}
     for record in records:
         if record.get("module") == "gpudirect_check" and isinstance(record.get("nics"), dict):
             nics.update({_pci(pci) or str(pci): str(device) for device, pci in record["nics"].items()})
-    rows = [Rail(rail, hca, f"GPU{gpu}" if gpu is not None else None) for rail, (hca, gpu) in enumerate(pairs)]
+    rows = [
+        Rail(rail, hca, f"GPU{gpu}" if gpu is not None else None, planned.get(hca))
+        for rail, (hca, gpu) in enumerate(pairs)
+    ]
     by_hca = {row.hca: row for row in rows}
 
     def row_of(hca: str | None, nic_pci: str | None) -> Rail:
@@ -225,4 +230,5 @@ def _gpu_bandwidth(checks: list, hca: str | None) -> Cell:
 def node_rails(host: str, records: list[dict], checks: list, cabling=None) -> list[dict[str, Any]]:
     """The rail table of one node (report.Node's records and checks): one entry per GPU-NIC pair."""
     pairs = cabling.rail_pairs.get(host, []) if cabling is not None else []
-    return [row.document() for row in _rows(host, records, checks, pairs)]
+    planned = cabling.hca_pci.get(host, {}) if cabling is not None else {}
+    return [row.document() for row in _rows(host, records, checks, pairs, planned)]

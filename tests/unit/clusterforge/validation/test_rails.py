@@ -157,3 +157,17 @@ def test_the_report_shows_the_rail_table_in_json_and_html(rail_run, tmp_path):
     assert row[7] == "fail " + report.verdicts.REPLAYED
     assert row[8].startswith(f"mlx5_0 - GPU {GPU_A}, {GPU_B}: ACS on the path")
     assert not any(t.attrs.get("id") == "rails-head01" for t in root.iter("table"))
+
+
+def test_a_replayed_record_is_placed_by_the_topology_pci_addresses():
+    """A replay has no sysfs, so no nics map: the topology's HCA PCI addresses place the lspci pairs."""
+    cabling = cabling_map.Cabling(
+        rail_pairs={"gpu01": [("mlx5_0", 0), ("mlx5_1", 1)]},
+        hca_pci={"gpu01": {"mlx5_0": "0000:c5:00.0", "mlx5_1": NIC}},
+    )
+    first, second = node("gpu01", [gpudirect(source="replay")], cabling)  # no extra row: the pair is placed
+    assert first["checks"]["acs"]["status"] == "skipped" and first["nic_pci"] == "0000:c5:00.0"
+    assert (second["checks"]["acs"]["status"], second["nic_pci"]) == ("warn", NIC)
+    assert (
+        second["pair"] == f"mlx5_1 - GPU1 ({NIC} - {GPU_A}, {GPU_B})" and second["origin"] == report.verdicts.REPLAYED
+    )
