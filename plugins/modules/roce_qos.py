@@ -59,9 +59,14 @@ via:
   description: C(mlnx_qos) (its path) or C(sysfs) (no mlnx_qos found).
   returned: always
   type: str
+sysfs_root:
+  description: The network class directory the commands write under (O(sysfs_root)).
+  returned: always
+  type: str
 """
 
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.roce_qos import (
@@ -101,6 +106,9 @@ def checked(module, index: int, interface: dict) -> dict:
         if low is not None and not low <= value <= high:
             module.fail_json(msg=f"interfaces[{index}].{name}: expected {low} to {high}, got {value}")
         found[name] = value
+    # The name becomes a sysfs path and a shell word of the boot script: a netdev name, nothing else.
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,14}", found["netdev"]):
+        module.fail_json(msg=f"interfaces[{index}].netdev: expected a network interface name, got {found['netdev']!r}")
     return found
 
 
@@ -168,7 +176,9 @@ def main() -> None:
             continue
         results[netdev] = configure(module, interface, program)
     changed = any(result["status"] == "changed" for result in results.values())
-    module.exit_json(changed=changed, interfaces=results, commands=scripts, via=program or "sysfs")
+    module.exit_json(
+        changed=changed, interfaces=results, commands=scripts, via=program or "sysfs", sysfs_root=params["sysfs_root"]
+    )
 
 
 if __name__ == "__main__":

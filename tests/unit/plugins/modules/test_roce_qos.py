@@ -123,6 +123,7 @@ def test_a_missing_netdev_is_no_hardware_and_absent_ecn_files_are_said(run, host
         ({"dscp": "26"}, "interfaces[0].dscp: expected int, got '26'"),
         ({"ecn": 1}, "interfaces[0].ecn: expected bool, got 1"),
         ({"mtu": 100}, "interfaces[0].mtu: expected 1500 to 9216, got 100"),
+        ({"netdev": "../eth0"}, "interfaces[0].netdev: expected a network interface name, got '../eth0'"),
     ],
 )
 def test_bad_input_names_the_entry_and_the_field(run, host, change, message):
