@@ -14,7 +14,8 @@ description:
     process and returns the host's role, index, unit, node type, what the checks expect of it
     (the same values as the inventory's clusterforge_expected_* variables), its addresses (IPoIB
     included, one per rail) and its HCAs in rail order with netdev, PCI address, NUMA node,
-    nearest GPU, rate, rail, link layer and IPoIB address.
+    nearest GPU, rate, rail, link layer, IPoIB address and, on a RoCE fabric, C(roce) (the netdev
+    with the fabric's priority, dscp, ecn, mtu and gid_index).
 positional: _input, topology_file
 options:
   _input:
@@ -72,14 +73,21 @@ def topology_host(hostname, topology_file):
 
 def _hcas(plan, host, ipoib):
     """The node type's HCAs in rail order, each with its rail on its fabric, the fabric's link
-    layer and, on the IPoIB fabric, the rail's IPoIB address."""
+    layer, on the IPoIB fabric the rail's IPoIB address, and on a RoCE fabric (Ethernet, compute
+    or storage) `roce`: the netdev with the fabric's lossless settings (the roce_qos role's input)."""
+    from clusterforge.topology import groups  # the package is loaded by now (topology_for_filter)
+
     rails = {}
     found = []
     for hca in plan.topology.node_types[host.node_type].hcas:
         rails[hca.fabric] = rails.get(hca.fabric, 0) + 1
         entry = hca.model_dump()
         entry["rail"] = rails[hca.fabric]
-        entry["link_layer"] = plan.topology.fabrics[hca.fabric].link_layer
+        fabric = plan.topology.fabrics[hca.fabric]
+        entry["link_layer"] = fabric.link_layer
+        roce = fabric.roce_qos if fabric.purpose in groups.RDMA_PURPOSES else None  # the roce group's rule
+        if roce is not None:
+            entry["roce"] = {"netdev": hca.netdev, **roce.model_dump()}
         if hca.fabric == plan.ipoib_fabric and rails[hca.fabric] <= len(ipoib):
             entry["ipoib_address"] = ipoib[rails[hca.fabric] - 1]
         found.append(entry)

@@ -123,3 +123,24 @@ def judge_acs(tree, expected: dict):
         message = "ACS state not in the output (run lspci -vvv as root) for ports " + "; ".join(unknown)
         return result(CHECK, WARN, measured, want, message)
     return result(CHECK, PASS, measured, want, f"no ACS redirection between {len(measured)} GPU-NIC pair(s)")
+
+
+def pair_verdicts(measured: dict) -> dict:
+    """{"NIC-GPU": (status, why)} of judge_acs's measured, one pair at a time, by judge_acs's own
+    rule (the report's per-rail table reads it): a redirecting port fails the pair; so does a pair
+    missing from the output or meeting only at the root complex (judge_acs judges such pairs only
+    when acs_pairs names them, and fails them then); a port whose ACS state is not shown warns."""
+    found = {}
+    for label, entry in (measured or {}).items():
+        if not isinstance(entry, dict):
+            found[label] = (FAIL, "not in the lspci output")
+        elif entry.get("redirecting"):
+            ports = "; ".join(f"port {port} ({flags})" for port, flags in entry["redirecting"].items())
+            found[label] = (FAIL, f"ACS redirects through the root complex at {ports}")
+        elif not entry.get("ports"):
+            found[label] = (FAIL, "no common PCIe switch (they meet at the root complex)")
+        elif entry.get("unknown"):
+            found[label] = (WARN, f"ACS state not shown for {', '.join(entry['unknown'])}")
+        else:
+            found[label] = (PASS, f"no ACS redirection on {len(entry['ports'])} port(s)")
+    return found

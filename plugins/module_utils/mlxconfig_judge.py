@@ -106,3 +106,19 @@ def judge_mlxconfig(devices, expected: dict):
     if problems:
         return result(CHECK, FAIL, measured, want, "; ".join(problems))
     return result(CHECK, PASS, measured, want, f"{len(devices)} NIC(s) with {', '.join(want)} as expected")
+
+
+def device_verdicts(measured: dict, want: dict) -> dict:
+    """{device: (status, why)} of judge_mlxconfig's measured ({device: {setting: value}}) against its
+    expected settings, one NIC at a time with the judge's own matches() (the report's per-rail table
+    reads it). A setting missing from the output fails, as in the judge."""
+    found = {}
+    for device, values in (measured or {}).items():
+        values = values if isinstance(values, dict) else {}
+        wrong = []
+        for name, value in (want or {}).items():
+            have = values.get(name)
+            if have is None or not matches(str(have), value):
+                wrong.append(f"{name} expected {_words(value)}, found {have if have is not None else 'nothing'}")
+        found[device] = (FAIL, "; ".join(wrong)) if wrong else (PASS, f"{', '.join(want or {})} as expected")
+    return found

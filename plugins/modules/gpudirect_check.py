@@ -120,6 +120,13 @@ counts:
   description: Checks per status.
   returned: always
   type: dict
+nics:
+  description: >-
+    RDMA device -> PCI address of the devices read (the report places the PCI pairs of C(pcie.acs)
+    and the NICs of C(rdma.mlxconfig) on the topology's rails with it); empty in replay mode.
+  returned: always
+  type: dict
+  sample: {"mlx5_0": "0000:45:00.0"}
 source:
   description: C(live) or C(replay).
   returned: always
@@ -282,7 +289,7 @@ def _host_files(tools: Tools, params: dict, expected: dict) -> list:
 def run_checks(module) -> tuple:
     params = module.params
     tools = Tools(module, REPLAY_FILES, params["replay_dir"], params["replay"], params["timeout"])
-    extra = {"source": "replay" if tools.replaying else "live", "notes": tools.notes}
+    extra = {"source": "replay" if tools.replaying else "live", "notes": tools.notes, "nics": {}}
     expected = expectation(params)
     if tools.replaying and not any(tools.recording(key) for key in REPLAY_FILES):
         return [absent("gpudirect.present", NO_HARDWARE, expected or None, params["require_hardware"])], extra
@@ -291,6 +298,7 @@ def run_checks(module) -> tuple:
         gpus = nvidia_gpus_on_pci(params["pci_root"])
         if not gpus or not (rdma or mellanox_hcas_on_pci(params["pci_root"])):
             return [absent("gpudirect.present", NO_HARDWARE, expected or None, params["require_hardware"])], extra
+    extra["nics"] = _rdma_devices(params)
     results = [_acs(tools, expected), _mlxconfig(tools, params, expected)]
     lsmod = _judged("gpudirect.peermem", tools, "lsmod", ["lsmod"], parse_lsmod, lambda m: judge_peermem(m, expected))
     results += [lsmod, _kernel_log(tools), *_host_files(tools, params, expected)]

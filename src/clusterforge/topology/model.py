@@ -208,6 +208,25 @@ class Dragonfly(Strict):
         return self
 
 
+class RoceQos(Strict):
+    """A RoCE fabric's lossless settings, which the switches must match: RDMA traffic marked with
+    `dscp`, trusted by DSCP, on one PFC `priority` with ECN, at the Ethernet `mtu` (4200 and up
+    carries RoCE's 4096-byte MTU), through GID `gid_index` (RoCE v2). The roce_qos role applies
+    them, the NCCL settings carry NCCL_IB_TC (DSCP << 2: the IP ToS byte; the NIC sets the ECN
+    bits) and NCCL_IB_GID_INDEX."""
+
+    priority: int = Field(strict=True, default=3, ge=0, le=7, description="the one PFC (lossless) priority")
+    dscp: int = Field(strict=True, default=26, ge=0, le=63, description="DSCP of RDMA traffic (26: AF31)")
+    ecn: bool = Field(strict=True, default=True, description="ECN (DCQCN) on the PFC priority")
+    mtu: int = Field(strict=True, default=9000, ge=1500, le=9216, description="Ethernet MTU of the RDMA netdevs")
+    gid_index: int = Field(strict=True, default=3, ge=0, le=255, description="GID index NCCL uses (3: RoCE v2, IPv4)")
+
+    @property
+    def traffic_class(self) -> int:
+        """NCCL_IB_TC: the DSCP in the upper six bits of the traffic class (IP ToS) byte."""
+        return self.dscp << 2
+
+
 class Fabric(Strict):
     purpose: Literal["compute", "storage", "inband", "oob"]
     link_layer: Literal["infiniband", "ethernet"]
@@ -218,6 +237,8 @@ class Fabric(Strict):
         default=1.0, ge=1.0, le=16.0, description="leaf downlinks per uplink; 1 is non-blocking"
     )
     dragonfly: Dragonfly | None = None
+    # Lossless RoCE settings; Ethernet fabrics only (an Ethernet fabric without them gets RoceQos()'s defaults).
+    roce: RoceQos | None = None
     # Price of one cable per link tier, overriding the bill of materials' defaults.
     cable_price_usd: dict[Literal["node-leaf", "leaf-spine", "spine-core", "terminal", "local", "global"], float] = (
         Field(default_factory=dict)
@@ -231,7 +252,16 @@ class Fabric(Strict):
             raise ValueError(f"dragonfly parameters given for a {self.topology} fabric")
         if self.topology == "rail_optimized_fat_tree" and self.rails < 2:
             raise ValueError("a rail-optimised fat tree needs rails >= 2")
+        if self.roce is not None and self.link_layer != "ethernet":
+            raise ValueError(f"roce settings apply to link_layer ethernet only; this fabric is {self.link_layer}")
         return self
+
+    @property
+    def roce_qos(self) -> RoceQos | None:
+        """The fabric's RoCE settings: those given, else the defaults, on Ethernet; None on InfiniBand."""
+        if self.link_layer != "ethernet":
+            return None
+        return self.roce or RoceQos()
 
 
 class ReservedSlot(Strict):

@@ -37,6 +37,9 @@ class Cabling:
     topology: str | None = None
     ports: dict[tuple[str, str], Port] = field(default_factory=dict)
     gpu_fabric: str | None = None
+    # GPU node -> [(rail HCA, index of the GPU it serves or None)] in rail order (the topology's expectations).
+    rail_pairs: dict[str, list[tuple[str, int | None]]] = field(default_factory=dict)
+    hca_pci: dict[str, dict[str, str]] = field(default_factory=dict)  # host -> {HCA: PCI address} (its node type's)
 
     def port(self, host: str, device: str) -> Port | None:
         """The cable of host's device; "mlx5_0/1" (device/port) is looked up as mlx5_0."""
@@ -57,6 +60,12 @@ def from_plan(plan) -> Cabling:
             if link.tier in ("node-leaf", "terminal"):
                 port = Port(link.a, str(link.a_port), name, rails.get(link.b), link.b, link.b_port)
                 cabling.ports.setdefault((link.a, str(link.a_port)), port)
+    for host in plan.hosts:
+        expected = plan.expectations(host)
+        if expected.gpus and expected.rail_hcas:  # GPUDirect rails: a GPU node's HCAs on the GPU fabric
+            cabling.rail_pairs[host.name] = [(hca, expected.hca_gpus.get(hca)) for hca in expected.rail_hcas]
+            hcas = plan.topology.node_types[host.node_type].hcas
+            cabling.hca_pci[host.name] = {hca.device: hca.pci for hca in hcas if hca.device in expected.rail_hcas}
     return cabling
 
 

@@ -35,7 +35,7 @@ from clusterforge.errors import UsageError
 from clusterforge.paths import home
 from clusterforge.safe_write import write_tree
 from clusterforge.text import xml_safe
-from clusterforge.validation import cabling_map
+from clusterforge.validation import cabling_map, rails
 from clusterforge.validation.cabling_map import Cabling
 from clusterforge.validation.host_verdict import counts_against, crashed, host_verdict, verdicts
 from clusterforge.validation.result_files import HOST_SCHEMA as HOST_SCHEMA  # re-exported: the report's input
@@ -256,6 +256,7 @@ def run_document(run: Run) -> dict[str, Any]:
                 "unreachable": node.unreachable,
                 "counts": node.counts,
                 "checks": [{k: v for k, v in asdict(check).items() if k != "host"} for check in node.checks],
+                "gpudirect_rails": rails.node_rails(node.host, node.records, node.checks, run.cabling),
             }
             for node in run.nodes
         ],
@@ -590,6 +591,34 @@ def _skipped(node: Node) -> str:
     return "<br>".join(f"{cell(reason, 200)}: {cell(', '.join(names), 300)}" for reason, names in reasons.items())
 
 
+def _rail_tables(doc: dict[str, Any]) -> str:
+    """GPUDirect readiness per node and rail: each readiness check's verdict, the rail's, and the
+    GPU-NIC pair a failure affects (clusterforge.validation.rails)."""
+    tables = []
+    head = "".join(f"<th>{html.escape(title)}</th>" for title in rails.COLUMNS.values())
+    for node in doc["nodes"]:
+        found = node["gpudirect_rails"]
+        if not found:
+            continue
+        lines = "".join(
+            f'<tr class="rail {html.escape(row["status"])}"><td>{cell(row["rail"])}</td>'
+            f"<td>{cell(row['pair'], 160)}</td>"
+            + "".join(
+                f'<td title="{html.escape(str(item["why"])[:300])}">{_badge(item["status"])}{_origin(item["origin"])}'
+                f'<br><span class="msg">{cell(item["why"], 160)}</span></td>'
+                for item in row["checks"].values()
+            )
+            + f"<td>{_badge(row['status'])}{_origin(row['origin'])}</td>"
+            f'<td class="msg">{cell(row["affects"] or "none", 400)}</td></tr>'
+            for row in found
+        )
+        tables.append(
+            f'<table class="rails" id="rails-{html.escape(node["host"])}"><caption>{cell(node["host"], 120)}</caption>'
+            f"<tr><th>rail</th><th>GPU-NIC pair</th>{head}<th>ready</th><th>affected pair</th></tr>{lines}</table>"
+        )
+    return "".join(tables) or '<p id="rails">No GPUDirect readiness checks ran.</p>'
+
+
 def html_page(run: Run) -> str:
     doc = run_document(run)
     summary = doc["summary"]
@@ -653,6 +682,7 @@ def html_page(run: Run) -> str:
         f"{''.join(rows)}</table>"
         f'<h2>NCCL bus bandwidth</h2><div id="bandwidth">{bandwidth_svg(run.bandwidth)}</div>'
         f"<h2>NCCL pairs and bisection</h2>{_bisection(run, doc)}"
+        f"<h2>GPUDirect readiness per rail</h2>{_rail_tables(doc)}"
         f"<h2>Checks per node</h2>{''.join(details)}</body></html>\n"
     )
 

@@ -14,7 +14,9 @@ included, so comment lines here never contain one.
   none gets `^lo,docker` (anything but loopback and Docker bridges).
 - NCCL_CROSS_NIC=0 on rail-optimised fabrics: rail n only reaches rail n, so a ring must
   stay on one NIC index across nodes. Elsewhere it is left to NCCL's default.
-- NCCL_IB_GID_INDEX=3 on Ethernet (RoCE v2) fabrics only; InfiniBand needs no GID index.
+- NCCL_IB_GID_INDEX (default 3, RoCE v2) and NCCL_IB_TC (the fabric's DSCP << 2, default 104
+  for DSCP 26) on Ethernet (RoCE) fabrics only, from the fabric's `roce` settings
+  (model.RoceQos); InfiniBand needs neither.
 - On the compute trays of a rack-scale NVLink domain (nvlink_domain): NCCL_MNNVL_ENABLE=1
   (multi-node NVLink across the domain's trays, through IMEX), NCCL_NVLS_ENABLE=1 (NVLink
   SHARP in the NVLink switches) and NCCL_CUMEM_ENABLE=1, which MNNVL needs (NCCL's
@@ -32,7 +34,6 @@ from clusterforge.topology.model import NodeType
 from clusterforge.topology.render.common import dump_yaml, generated_by
 
 SOCKET_EXCLUDE = "^lo,docker"
-ROCE_GID_INDEX = 3
 MNNVL = {"NCCL_MNNVL_ENABLE": "1", "NCCL_NVLS_ENABLE": "1", "NCCL_CUMEM_ENABLE": "1"}
 
 
@@ -58,8 +59,10 @@ def settings(plan: ClusterPlan, type_name: str) -> dict[str, str] | None:
     }
     if spec.topology == "rail_optimized_fat_tree":
         found["NCCL_CROSS_NIC"] = "0"
-    if spec.link_layer == "ethernet":
-        found["NCCL_IB_GID_INDEX"] = str(ROCE_GID_INDEX)
+    roce = spec.roce_qos
+    if roce is not None:  # RoCE: the GID and the traffic class the switches hold lossless
+        found["NCCL_IB_GID_INDEX"] = str(roce.gid_index)
+        found["NCCL_IB_TC"] = str(roce.traffic_class)
     domain = plan.topology.nvlink_domain
     if domain is not None and domain.node_type == type_name:
         found.update(MNNVL)

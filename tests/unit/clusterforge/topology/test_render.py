@@ -230,14 +230,44 @@ def test_nccl_roce_fat_tree_settings(tmp_path):
         "NCCL_IB_HCA": "=mlx5_0,mlx5_1",
         "NCCL_SOCKET_IFNAME": "=eno1",
         "NCCL_IB_GID_INDEX": "3",
+        "NCCL_IB_TC": "104",  # DSCP 26 (the default) << 2
     }
     assert all(line.startswith("#") or line.startswith("NCCL_") for line in text.splitlines())
+
+
+def test_nccl_roce_settings_come_from_the_fabric_roce_block(tmp_path):
+    data = copy.deepcopy(MINI)
+    data["fabrics"]["compute"]["roce"] = {"priority": 5, "dscp": 24, "gid_index": 1}
+    text = nccl.files(load(write_topology(tmp_path, data)))["nccl/gpu_node.env"]
+    assert (nccl_conf(text)["NCCL_IB_TC"], nccl_conf(text)["NCCL_IB_GID_INDEX"]) == ("96", "1")
+
+
+def test_roce_settings_are_refused_on_infiniband_and_out_of_range(tmp_path):
+    data = copy.deepcopy(MINI)
+    data["fabrics"]["compute"]["link_layer"] = "infiniband"
+    data["fabrics"]["compute"]["roce"] = {"priority": 3}
+    path = write_topology(tmp_path, data)
+    with pytest.raises(TopologyError) as caught:
+        load(path)
+    assert f"{path}:" in str(caught.value) and "fabrics.compute: " in str(caught.value)
+    assert "roce settings apply to link_layer ethernet only; this fabric is infiniband" in str(caught.value)
+    for field, value, expected in (
+        ("priority", 8, "less than or equal to 7"),
+        ("dscp", 64, "less than or equal to 63"),
+    ):
+        data = copy.deepcopy(MINI)
+        data["fabrics"]["compute"]["roce"] = {field: value}
+        path = write_topology(tmp_path, data)
+        with pytest.raises(TopologyError) as caught:
+            load(path)
+        line = next(row for row in str(caught.value).splitlines() if f"fabrics.compute.roce.{field}: " in row)
+        assert line.startswith(f"{path}:") and expected in line
 
 
 def test_nccl_comments_never_hold_an_equals_sign(tmp_path):
     path = write_topology(tmp_path, copy.deepcopy(MINI), name="a=b")
     text = nccl.files(load(path))["nccl/gpu_node.env"]
-    assert set(nccl_conf(text)) == {"NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_IB_GID_INDEX"}
+    assert set(nccl_conf(text)) == {"NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_IB_GID_INDEX", "NCCL_IB_TC"}
 
 
 # --- Kubernetes labels

@@ -99,6 +99,19 @@ def test_roce_hcas_have_no_ipoib_address(topology_host):
     assert found["expected"]["link_layers"] == {"mlx5_0": "ethernet", "mlx5_1": "ethernet"}
 
 
+def test_roce_hcas_carry_their_fabric_lossless_settings(topology_host, tmp_path):
+    found = topology_host("gpu08", PCIE)
+    # The example's compute fabric gives priority 3 and DSCP 26 with a 9000-byte MTU.
+    assert [hca["roce"] for hca in found["hcas"]] == [
+        {"netdev": netdev, "priority": 3, "dscp": 26, "ecn": True, "mtu": 9000, "gid_index": 3}
+        for netdev in ("ens1f0np0", "ens5f0np0")
+    ]
+    assert not any("roce" in hca for hca in topology_host("dgx001", SUPERPOD)["hcas"])  # InfiniBand
+    changed = tmp_path / "other.topology.yml"
+    changed.write_text(Path(PCIE).read_text().replace("roce: {priority: 3,", "roce: {priority: 5,"))
+    assert {hca["roce"]["priority"] for hca in topology_host("gpu08", str(changed))["hcas"]} == {5}
+
+
 def test_an_unknown_host_is_named(topology_host):
     with pytest.raises(AnsibleFilterError, match=r"clusterforge_topology_host: dgx128 is not in .*h100-superpod"):
         topology_host("dgx128", SUPERPOD)

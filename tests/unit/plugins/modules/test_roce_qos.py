@@ -1,0 +1,131 @@
+"""roce_qos: the parser on a real mlnx_qos listing, and the module against a fake sysfs tree and a
+STAND-IN mlnx_qos (standins/mlnx_qos: the real tool is NVIDIA's, not in Debian) run for real as a
+subprocess: what changes, a second run that changes nothing, check mode, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from ansible.module_utils import basic
+
+from tests.unit.plugins.module_utils.samples import load
+from tests.unit.plugins.modules.conftest import ModuleExit, ModuleFail
+
+from ansible.module_utils.roce_qos import MlnxQosParseError, commands, parse_mlnx_qos  # isort: skip
+
+STAND_IN = Path(__file__).parent / "standins" / "mlnx_qos"
+REAL = load("mlnx_qos", "mlnx-ofed-4.2-trust-dscp-pfc-0-2-6-7-community-doc-2792.txt")
+WANT = {"netdev": "ens1f0np0", "priority": 3, "dscp": 26, "ecn": True, "mtu": 9000}
+
+
+def test_the_parser_reads_a_real_listing():
+    assert parse_mlnx_qos(REAL) == {"trust": "dscp", "pfc": [1, 0, 1, 0, 0, 0, 1, 1]}
+    with pytest.raises(MlnxQosParseError, match="no PFC 'enabled' row"):
+        parse_mlnx_qos(REAL.replace("enabled 1 0 1 0 0 0 1 1", ""))
+
+
+def test_the_full_command_set_is_what_a_boot_script_runs():
+    assert commands(WANT, "/usr/sbin/mlnx_qos", "/sys/class/net") == [
+        ["/usr/sbin/mlnx_qos", "-i", "ens1f0np0", "--trust", "dscp", "--pfc", "0,0,0,1,0,0,0,0"],
+        ["write", "/sys/class/net/ens1f0np0/mtu", "9000"],
+        ["write", "/sys/class/net/ens1f0np0/ecn/roce_np/enable/3", "1"],
+        ["write", "/sys/class/net/ens1f0np0/ecn/roce_rp/enable/3", "1"],
+    ]
+    assert [c[1] for c in commands({**WANT, "priority": 5}, None, "/s")] == [
+        "/s/ens1f0np0/mtu", "/s/ens1f0np0/ecn/roce_np/enable/5", "/s/ens1f0np0/ecn/roce_rp/enable/5",
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def host(tmp_path, monkeypatch):
+    """A netdev at factory settings: PCP trust, PFC off, ECN off on priority 3, MTU 1500. The module's
+    commands run for real (the stand-in); only its exit is caught."""
+
+    def exit_json(self, **kwargs):
+        raise ModuleExit(kwargs)
+
+    def fail_json(self, msg, **kwargs):
+        raise ModuleFail({"msg": msg, **kwargs})
+
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    root = tmp_path / "net"
+    for point in ("roce_np", "roce_rp"):
+        (root / "ens1f0np0" / "ecn" / point / "enable").mkdir(parents=True)
+        (root / "ens1f0np0" / "ecn" / point / "enable" / "3").write_text("0\n")
+    (root / "ens1f0np0" / "mtu").write_text("1500\n")
+    state, log = tmp_path / "qos.json", tmp_path / "qos.log"
+    state.write_text(json.dumps({"ens1f0np0": {"trust": "pcp", "pfc": [0] * 8}}))
+    monkeypatch.setenv("MLNX_QOS_STATE", str(state))
+    monkeypatch.setenv("MLNX_QOS_LOG", str(log))
+    return {"root": root, "state": state, "log": log}
+
+
+def _args(host, **extra):
+    return {"interfaces": [WANT], "mlnx_qos": str(STAND_IN), "sysfs_root": str(host["root"]), **extra}
+
+
+def test_factory_settings_are_changed_once_and_a_second_run_changes_nothing(run, host):
+    first = run("roce_qos", _args(host))
+    assert not first.failed and first.result["changed"]
+    assert first.result["interfaces"]["ens1f0np0"]["changes"][:2] == [
+        "trust pcp -> dscp", "pfc [0, 0, 0, 0, 0, 0, 0, 0] -> [0, 0, 0, 1, 0, 0, 0, 0]",
+    ]  # fmt: skip
+    assert json.loads(host["state"].read_text()) == {"ens1f0np0": {"trust": "dscp", "pfc": [0, 0, 0, 1, 0, 0, 0, 0]}}
+    assert (host["root"] / "ens1f0np0" / "mtu").read_text() == "9000"
+    assert (host["root"] / "ens1f0np0" / "ecn" / "roce_rp" / "enable" / "3").read_text() == "1"
+    second = run("roce_qos", _args(host))
+    assert not second.result["changed"] and second.result["interfaces"]["ens1f0np0"]["status"] == "unchanged"
+    # The second run only read the listing: one -i call, no set.
+    calls = [json.loads(line) for line in host["log"].read_text().splitlines()]
+    assert calls[-1] == ["-i", "ens1f0np0"] and len(calls) == 3
+
+
+def test_check_mode_reports_and_changes_nothing(run, host):
+    done = run("roce_qos", _args(host), check_mode=True)
+    assert done.result["changed"] and len(done.result["interfaces"]["ens1f0np0"]["changes"]) == 5
+    assert json.loads(host["state"].read_text())["ens1f0np0"]["trust"] == "pcp"
+    assert (host["root"] / "ens1f0np0" / "mtu").read_text() == "1500\n"
+
+
+def test_without_mlnx_qos_sysfs_is_applied_and_trust_and_pfc_said_unset(run, host, tmp_path):
+    done = run("roce_qos", _args(host, mlnx_qos=str(tmp_path / "absent")))
+    result = done.result["interfaces"]["ens1f0np0"]
+    assert done.result["via"] == "sysfs" and done.result["changed"]
+    assert result["unset"] == ["trust and PFC: mlnx_qos not found (no sysfs file for them upstream)"]
+    assert (host["root"] / "ens1f0np0" / "mtu").read_text() == "9000"
+    assert not host["log"].exists()
+
+
+def test_a_missing_netdev_is_no_hardware_and_absent_ecn_files_are_said(run, host):
+    (host["root"] / "ens1f1np1").mkdir()
+    (host["root"] / "ens1f1np1" / "mtu").write_text("9000\n")
+    state = json.loads(host["state"].read_text())
+    host["state"].write_text(json.dumps({**state, "ens1f1np1": {"trust": "dscp", "pfc": [0, 0, 0, 1, 0, 0, 0, 0]}}))
+    interfaces = [WANT, {**WANT, "netdev": "ens1f1np1"}, {**WANT, "netdev": "ens9"}]
+    done = run("roce_qos", _args(host, interfaces=interfaces))
+    results = done.result["interfaces"]
+    assert results["ens9"] == {"status": "skipped", "changes": [], "unset": [], "msg": "skipped: no hardware"}
+    assert results["ens1f1np1"]["status"] == "unchanged"
+    assert [u.split(":")[0] for u in results["ens1f1np1"]["unset"]] == [
+        f"{host['root']}/ens1f1np1/ecn/roce_np/enable/3", f"{host['root']}/ens1f1np1/ecn/roce_rp/enable/3",
+    ]  # fmt: skip
+    required = run("roce_qos", _args(host, interfaces=[{**WANT, "netdev": "ens9"}], require_hardware=True))
+    assert required.failed and "ens9: no such netdev" in required.result["msg"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"priority": 8}, "interfaces[0].priority: expected 0 to 7, got 8"),
+        ({"dscp": "26"}, "interfaces[0].dscp: expected int, got '26'"),
+        ({"ecn": 1}, "interfaces[0].ecn: expected bool, got 1"),
+        ({"mtu": 100}, "interfaces[0].mtu: expected 1500 to 9216, got 100"),
+        ({"netdev": "../eth0"}, "interfaces[0].netdev: expected a network interface name, got '../eth0'"),
+    ],
+)
+def test_bad_input_names_the_entry_and_the_field(run, host, change, message):
+    done = run("roce_qos", _args(host, interfaces=[{**WANT, **change}]))
+    assert done.failed and done.result["msg"] == message
