@@ -14,8 +14,9 @@ description:
     process and returns the host's role, index, unit, node type, what the checks expect of it
     (the same values as the inventory's clusterforge_expected_* variables), its addresses (IPoIB
     included, one per rail) and its HCAs in rail order with netdev, PCI address, NUMA node,
-    nearest GPU, rate, rail, link layer, IPoIB address and, on a RoCE fabric, C(roce) (the netdev
-    with the fabric's priority, dscp, ecn, mtu and gid_index).
+    nearest GPU, rate, rail, link layer, IPoIB address (with its prefix length, and the fabric's
+    IPoIB mode and MTU), on a RoCE fabric C(roce) (the netdev with the fabric's priority, dscp,
+    ecn, mtu and gid_index), and its subnet manager duties per InfiniBand fabric.
 positional: _input, topology_file
 options:
   _input:
@@ -39,7 +40,9 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description: >-
-    name, role, index, unit, slot, site, node_type, addresses, hcas, and expected (gpus, gpu_model,
+    name, role, index, unit, slot, site, node_type, addresses, hcas, subnet_managers (per InfiniBand
+    fabric the host is cabled to: fabric, kind (opensm, ufm or null), runs_opensm, priority, guids,
+    routing_engine), and expected (gpus, gpu_model,
     nvlink_generation, nvswitch, hca_rates, link_layers, rail_hcas, rails, nic_rate_gbps: the inventory's
     clusterforge_expected_* values).
   type: dict
@@ -68,6 +71,7 @@ def topology_host(hostname, topology_file):
         "expected": plan.expectations(host).as_dict(),
         "addresses": addresses,
         "hcas": _hcas(plan, host, addresses.get("ipoib", [])),
+        "subnet_managers": plan.subnet_managers(host),
     }
 
 
@@ -90,6 +94,9 @@ def _hcas(plan, host, ipoib):
             entry["roce"] = {"netdev": hca.netdev, **roce.model_dump()}
         if hca.fabric == plan.ipoib_fabric and rails[hca.fabric] <= len(ipoib):
             entry["ipoib_address"] = ipoib[rails[hca.fabric] - 1]
+            entry["ipoib_prefix"] = plan.subnets[f"ipoib_rail{rails[hca.fabric]}"].network.prefixlen
+            entry["ipoib_mode"] = fabric.ipoib_mode
+            entry["ipoib_mtu"] = fabric.ipoib_mtu
         found.append(entry)
     return found
 

@@ -113,6 +113,28 @@ class ClusterPlan:
             found["ipoib"] = [self.subnets[f"ipoib_rail{rail}"].address(ipoib_position) for rail in range(1, rails + 1)]
         return found
 
+    def subnet_managers(self, host: Host) -> list[dict]:
+        """The host's subnet manager duties and the reason for none, per InfiniBand fabric it is
+        cabled to: fabric, kind (opensm, ufm or None when the file names no manager), whether
+        this host runs OpenSM there (runs_opensm), its priority and port GUIDs, the routing engine."""
+        found = []
+        for name, spec in self.topology.fabrics.items():
+            if spec.link_layer != "infiniband" or host.name not in self.fabrics[name].attachments:
+                continue
+            manager = spec.subnet_manager
+            mine = next((sm for sm in manager.hosts if sm.host == host.name), None) if manager else None
+            found.append(
+                {
+                    "fabric": name,
+                    "kind": manager.kind if manager else None,
+                    "runs_opensm": mine is not None and manager.kind == "opensm",
+                    "priority": mine.priority if mine else None,
+                    "guids": list(mine.guids) if mine else [],
+                    "routing_engine": spec.routing_engine,
+                }
+            )
+        return found
+
     def warning_lines(self) -> list[str]:
         """Each warning as `file:line: field: message`, like the errors."""
         return [describe(self.path, *warning) for warning in self.warnings]
@@ -159,6 +181,7 @@ def load(path: str | Path, links: bool = True) -> ClusterPlan:
             warnings.append((location, line_of(lines, location), message))
     plan = ClusterPlan(path, topology, hosts, {s.name: s for s in plan_subnets}, fabrics, warnings)
     problems.extend(_ipoib_problems(plan))
+    problems.extend(_subnet_manager_problems(plan))
     if not problems:
         problems.extend(consistency.subnets(topology, plan_subnets, _address_demand(plan)))
     if problems:
@@ -186,6 +209,24 @@ def _ipoib_problems(plan: ClusterPlan) -> list[consistency.Problem]:
             )
         ]
     return []
+
+
+def _subnet_manager_problems(plan: ClusterPlan) -> list[consistency.Problem]:
+    """Each subnet manager host is a host of the topology cabled to its fabric."""
+    problems: list[consistency.Problem] = []
+    for name, spec in plan.topology.fabrics.items():
+        if spec.subnet_manager is None or name not in plan.fabrics:
+            continue
+        attached = plan.fabrics[name].attachments
+        for i, sm in enumerate(spec.subnet_manager.hosts):
+            if sm.host not in plan._positions:
+                message = f"unknown host {sm.host!r}; expected a host of the topology (roles and scalable units)"
+            elif sm.host not in attached:
+                message = f"host {sm.host!r} is not cabled to fabric {name}; a subnet manager needs a port on it"
+            else:
+                continue
+            problems.append((("fabrics", name, "subnet_manager", "hosts", i, "host"), message))
+    return problems
 
 
 def _address_demand(plan: ClusterPlan) -> dict[str, int]:

@@ -227,6 +227,46 @@ class RoceQos(Strict):
         return self.dscp << 2
 
 
+# OpenSM's routing engines (opensm --help, -R); ftree and updn are the ones for fat trees.
+ROUTING_ENGINES = ("ftree", "updn", "minhop", "dfsssp", "sssp", "lash", "dor", "torus-2QoS", "nue", "dfp", "chain")
+# The engine a subnet manager gets when the file names none, by fabric topology.
+DEFAULT_ROUTING_ENGINE = {"fat_tree": "ftree", "rail_optimized_fat_tree": "ftree", "dragonfly": "dfsssp"}
+# The largest IPoIB MTU in datagram mode: the 4096-byte IB MTU less the 4-byte IPoIB header.
+IPOIB_DATAGRAM_MAX_MTU = 4092
+
+
+class SubnetManagerHost(Strict):
+    host: str = Field(max_length=HOSTNAME_MAX, description="a host of the topology attached to the fabric")
+    # The SM with the highest priority (0-15) is master; the others stand by.
+    priority: int = Field(strict=True, default=0, ge=0, le=15)
+    # The local port GUIDs OpenSM binds to (one SM per port, one port per rail); none: every
+    # InfiniBand port of the host (Debian's PORTS=ALL).
+    guids: list[Annotated[str, Field(pattern=r"^0x[0-9a-f]{16}$")]] = Field(
+        default_factory=list, description="port GUIDs, 0x and 16 hex digits (ibstat -p)"
+    )
+
+
+class SubnetManager(Strict):
+    """Who manages an InfiniBand fabric: OpenSM on some of its hosts, or UFM (which runs its own
+    SM: clusterforge installs none)."""
+
+    kind: Literal["opensm", "ufm"]
+    routing_engine: Literal[ROUTING_ENGINES] | None = Field(  # type: ignore[valid-type]
+        default=None, description="default: ftree for fat trees, dfsssp for a dragonfly"
+    )
+    hosts: list[SubnetManagerHost] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _opensm_has_hosts(self) -> SubnetManager:
+        if self.kind == "opensm" and not self.hosts:
+            raise ValueError("kind opensm needs hosts: the hosts that run OpenSM")
+        names = [h.host for h in self.hosts]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"host(s) listed twice: {', '.join(duplicates)}")
+        return self
+
+
 class Fabric(Strict):
     purpose: Literal["compute", "storage", "inband", "oob"]
     link_layer: Literal["infiniband", "ethernet"]
@@ -239,6 +279,12 @@ class Fabric(Strict):
     dragonfly: Dragonfly | None = None
     # Lossless RoCE settings; Ethernet fabrics only (an Ethernet fabric without them gets RoceQos()'s defaults).
     roce: RoceQos | None = None
+    # InfiniBand only: who runs the subnet manager, and the IPoIB interfaces' mode and MTU.
+    subnet_manager: SubnetManager | None = None
+    ipoib_mode: Literal["datagram", "connected"] = "datagram"
+    ipoib_mtu: int = Field(
+        strict=True, default=2044, ge=1280, le=65520, description="IPoIB MTU; 2044 fits the 2048-byte IB MTU"
+    )
     # Price of one cable per link tier, overriding the bill of materials' defaults.
     cable_price_usd: dict[Literal["node-leaf", "leaf-spine", "spine-core", "terminal", "local", "global"], float] = (
         Field(default_factory=dict)
@@ -262,6 +308,24 @@ class Fabric(Strict):
         if self.link_layer != "ethernet":
             return None
         return self.roce or RoceQos()
+
+    @model_validator(mode="after")
+    def _infiniband_settings(self) -> Fabric:
+        if self.link_layer != "infiniband" and self.subnet_manager is not None:
+            raise ValueError("subnet_manager is given for an ethernet fabric; only InfiniBand has one")
+        if self.ipoib_mode == "datagram" and self.ipoib_mtu > IPOIB_DATAGRAM_MAX_MTU:
+            raise ValueError(
+                f"ipoib_mtu {self.ipoib_mtu} in datagram mode; expected at most {IPOIB_DATAGRAM_MAX_MTU} "
+                "(the 4096-byte IB MTU less the IPoIB header), or ipoib_mode connected"
+            )
+        return self
+
+    @property
+    def routing_engine(self) -> str | None:
+        """The subnet manager's routing engine: the file's, else the default for the topology."""
+        if self.subnet_manager is None:
+            return None
+        return self.subnet_manager.routing_engine or DEFAULT_ROUTING_ENGINE[self.topology]
 
 
 class ReservedSlot(Strict):

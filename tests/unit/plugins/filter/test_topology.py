@@ -58,6 +58,9 @@ def test_hcas_come_in_rail_order_with_their_ipoib_address(topology_host):
         "rail": 5,
         "link_layer": "infiniband",
         "ipoib_address": "10.140.4.11",
+        "ipoib_prefix": 24,
+        "ipoib_mode": "datagram",
+        "ipoib_mtu": 2044,
     }
 
 
