@@ -322,8 +322,8 @@ class Fabric(Strict):
 
     @property
     def routing_engine(self) -> str | None:
-        """The subnet manager's routing engine: the file's, else the default for the topology."""
-        if self.subnet_manager is None:
+        """OpenSM's routing engine: the file's, else the default for the topology; None without OpenSM."""
+        if self.subnet_manager is None or self.subnet_manager.kind != "opensm":
             return None
         return self.subnet_manager.routing_engine or DEFAULT_ROUTING_ENGINE[self.topology]
 

@@ -70,6 +70,7 @@ def test_ufm_declared_means_no_opensm_anywhere(tmp_path):
     plan = _load(tmp_path, subnet_manager={"kind": "ufm"})
     duties = [d for h in plan.hosts for d in plan.subnet_managers(h)]
     assert duties and all(d["kind"] == "ufm" and not d["runs_opensm"] for d in duties)
+    assert {d["routing_engine"] for d in duties} == {None}
 
 
 def test_an_unknown_or_uncabled_host_is_named_with_its_field(tmp_path):
