@@ -156,7 +156,9 @@ def test_the_lab_nodes_lack_cap_sys_nice(nodes):
     node = nodes["node01"]
     _, status = _exec(node, "grep", "^CapBnd:", "/proc/1/status")
     assert not int(status.split()[1], 16) >> CAP_SYS_NICE & 1, status
-    script = f"runuser -u {USER} -- sleep 20 & sleep 1; taskset -p -c 0 $!; echo rc=$?; kill $!"
+    # The user's own sleep (runuser, its parent, stays root's).
+    user_sleep = f"$(pgrep -n -u {UID} -x sleep)"
+    script = f"runuser -u {USER} -- sleep 20 & sleep 1; taskset -p -c 0 {user_sleep}; echo rc=$?; kill {user_sleep}"
     _, output = _exec(node, "bash", "-c", script)
     assert re.search(r"taskset: failed to set pid \d+'s affinity: Operation not permitted", output), output
     assert "rc=1" in output.split(), output
