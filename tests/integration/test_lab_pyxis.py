@@ -95,6 +95,8 @@ def nodes(lab, docker_client):
     try:
         _exec(head, "mkdir", "-p", "/opt/clusterforge-standin")
         assert head.put_archive("/opt/clusterforge-standin", _tar_directory(STANDINS))
+        # A lab of its own (this file alone) has no package lists yet.
+        _exec(head, "apt-get", "update", "-q")
         _exec(head, "apt-get", "install", "-y", "-q", "busybox-static")
         _exec(head, "bash", "/opt/clusterforge-standin/build.sh", ENROOT_VERSION, PYXIS_VERSION, ARTEFACTS)
         _exec(head, "rm", "-rf", "/opt/clusterforge-standin")
