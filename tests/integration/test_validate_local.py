@@ -180,7 +180,14 @@ def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
         for element in case.findall("failure") + case.findall("skipped") + case.findall("system-out"):
             assert (element.get("message") or element.text).startswith(said), ET.tostring(case, encoding="unicode")
     page = (out / "report.html").read_text()
-    assert page.count(f'<span class="origin">{said}</span>') == 1 + 2 * len(document["nodes"]) + len(cases)
+    # The GPUDirect per-rail table labels each replayed cell and each replayed rail's verdict too.
+    rail_cells = sum(
+        [item["origin"] for item in row["checks"].values()].count(said) + (row["origin"] == said)
+        for node in document["nodes"]
+        for row in node["gpudirect_rails"]
+    )
+    assert rail_cells > 0
+    assert page.count(f'<span class="origin">{said}</span>') == 1 + 2 * len(document["nodes"]) + len(cases) + rail_cells
     bars = {(b["label"], b["scope"], b["status"]) for b in document["bandwidth"]}
     assert bars == {
         ("all_reduce:gpu01+gpu03", "pair", "fail"),
