@@ -162,7 +162,9 @@ def test_the_lab_nodes_lack_cap_sys_nice(nodes):
     user_sleep = f"$(pgrep -n -u {UID} -x sleep)"
     script = f"runuser -u {USER} -- sleep 20 & sleep 1; taskset -p -c 0 {user_sleep}; echo rc=$?; kill {user_sleep}"
     _, output = _exec(node, "bash", "-c", script)
-    assert re.search(r"taskset: failed to set pid \d+'s affinity: Operation not permitted", output), output
+    # stdout and stderr come back merged: taskset's "taskset: " prefix (stderr) may land before its
+    # stdout line, so the message is matched without it.
+    assert re.search(r"failed to set pid \d+'s affinity: Operation not permitted", output), output
     assert "rc=1" in output.split(), output
     _, own = _exec(node, "bash", "-c", "sleep 20 & taskset -p -c 0 $!; echo rc=$?; kill $!")
     assert "rc=0" in own.split(), own
