@@ -109,6 +109,9 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
     print_table(
         console, _count_table("GPUs", ("model", "count"), summary["gpus"]["by_model"], summary["gpus"]["total"])
     )
+    domains = summary["nvlink"]
+    if domains is not None:
+        print_table(console, _nvlink_table(domains))
     fabrics = Table(title="fabrics")
     for column in ("fabric", "kind", "switches", "links", "cables"):
         fabrics.add_column(column)
@@ -132,6 +135,23 @@ def _show(plan: ClusterPlan, args: argparse.Namespace) -> int:
         soft_wrap=True,  # one line, whatever the width: a pipe or a log wraps it if it must
     )
     return 0
+
+
+def _nvlink_table(domains: dict) -> Table:
+    """The NVLink domains: what the racks hold, their wiring and one rack's draw."""
+    table = Table(title="NVLink domains")
+    table.add_column("item")
+    table.add_column("count", justify="right")
+    rows = (
+        ("domains", f"{domains['domains']} of {domains['gpus_per_domain']} GPUs"),
+        ("racks", f"{domains['racks']} ({domains['cooling']}-cooled, {domains['rack_kw']:.1f} kW each)"),
+        ("NVLink switch trays", domains["switch_trays"]),
+        ("NVLink cable cartridges", domains["cable_cartridges"]),
+        ("NVLink links (GPU to switch chip)", domains["links"]),
+    )
+    for name, value in rows:
+        table.add_row(name, "-" if value is None else str(value))
+    return table
 
 
 def _counts(counts: dict[str, int]) -> str:

@@ -442,6 +442,12 @@ class NvlinkDomain(Strict):
     gpus_per_tray: int | None = Field(strict=True, default=None, ge=1, le=16)
     tray_gpu_slots: int | None = Field(strict=True, default=None, ge=1, le=16, description="GPUs a tray holds")
     switch_trays_per_rack: int | None = Field(strict=True, default=None, ge=0, le=64)
+    links_per_gpu: int | None = Field(
+        strict=True, default=None, ge=1, le=64, description="NVLink links from each GPU to the switch chips"
+    )
+    cable_cartridges_per_rack: int | None = Field(
+        strict=True, default=None, ge=0, le=16, description="NVLink copper cable cartridges (the spine)"
+    )
     switch_tray: NvlinkSwitchTray = Field(default_factory=NvlinkSwitchTray)
     cooling: Literal["liquid", "air"] | None = None
     # Slurm topology/block BlockSizes, in trays; the first is the base block.

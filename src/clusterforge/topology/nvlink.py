@@ -16,6 +16,10 @@ Problem = tuple[Location, str]
 # (4 Blackwell GPUs, 2 Grace CPUs) and 9 NVLink switch trays in one liquid-cooled rack;
 # NVL36x2: two racks of 9 compute and 9 switch trays joined into one 72-GPU domain;
 # GB300 NVL72 keeps the GB200 NVL72 layout with Blackwell Ultra GPUs.
+# The NVLink wiring: each GPU's 18 NVLink 5 links go one to each of the rack's 18 switch chips
+# (9 trays of 2), through the copper spine at the rear of the rack: 4 cable cartridges in an NVL72
+# rack. NVL36x2 joins its two racks with cables between them, for which NVIDIA publishes no
+# cartridge count: the preset leaves it unset and the bill lists no cartridges for it.
 _NVL72_ONE_RACK: dict[str, int | str] = {
     "gpus": 72,
     "racks": 1,
@@ -23,14 +27,19 @@ _NVL72_ONE_RACK: dict[str, int | str] = {
     "gpus_per_tray": 4,
     "tray_gpu_slots": 4,
     "switch_trays_per_rack": 9,
+    "links_per_gpu": 18,
+    "cable_cartridges_per_rack": 4,
     "cooling": "liquid",
 }
+_NVL36X2 = {key: value for key, value in _NVL72_ONE_RACK.items() if key != "cable_cartridges_per_rack"}
 PRESETS: dict[str, dict[str, int | str]] = {
     "gb200_nvl72": _NVL72_ONE_RACK,
-    "gb200_nvl36x2": {**_NVL72_ONE_RACK, "racks": 2, "trays_per_rack": 9},
+    "gb200_nvl36x2": {**_NVL36X2, "racks": 2, "trays_per_rack": 9},
     "gb300_nvl72": _NVL72_ONE_RACK,
 }
 COUNT_FIELDS = ("gpus", "racks", "trays_per_rack", "gpus_per_tray", "tray_gpu_slots", "switch_trays_per_rack")
+# Counts the bill of materials uses when known, never required.
+WIRING_FIELDS = ("links_per_gpu", "cable_cartridges_per_rack")
 HERE = ("nvlink_domain",)
 
 
@@ -46,10 +55,17 @@ class Domain:
     tray_gpu_slots: int
     switch_trays_per_rack: int
     cooling: str
+    links_per_gpu: int | None = None
+    cable_cartridges_per_rack: int | None = None
 
     @property
     def trays(self) -> int:
         return self.gpus // self.gpus_per_tray
+
+    @property
+    def nvlink_links(self) -> int | None:
+        """GPU-to-switch NVLink links in the domain, each a copper run through the spine."""
+        return None if self.links_per_gpu is None else self.gpus * self.links_per_gpu
 
     @property
     def block_sizes(self) -> list[int]:
@@ -60,7 +76,8 @@ def resolve(spec: NvlinkDomain) -> tuple[Domain | None, list[Problem]]:
     """The domain with its preset applied, or the fields neither gives."""
     preset = PRESETS.get(spec.preset or "", {})
     values = {
-        name: getattr(spec, name) if getattr(spec, name) is not None else preset.get(name) for name in COUNT_FIELDS
+        name: getattr(spec, name) if getattr(spec, name) is not None else preset.get(name)
+        for name in (*COUNT_FIELDS, *WIRING_FIELDS)
     }
     values["cooling"] = spec.cooling or preset.get("cooling") or "liquid"
     missing = [name for name in COUNT_FIELDS if values[name] is None]
@@ -217,3 +234,26 @@ def named_domains(topology: Topology, hosts: list[Host]) -> list[tuple[str, list
     """(name, trays) per NVLink domain: nvl01, nvl02... in host order, the names the rendered IMEX
     files, Slurm blocks, ComputeDomains and the inventory's nvlink_<name> groups all use."""
     return [(f"nvl{number:02d}", trays) for number, trays in enumerate(domains(topology, hosts), 1)]
+
+
+def totals(topology: Topology, hosts: list[Host]) -> dict[str, int | float | str | None] | None:
+    """What the NVLink domains add up to across the cluster, for the bill of materials and
+    `topology show`: domains, racks, switch trays, the spine's cable cartridges and the
+    GPU-to-switch links (None where the domain's counts do not give them), one rack's draw."""
+    spec = topology.nvlink_domain
+    if spec is None:
+        return None
+    domain, _ = resolve(spec)
+    count = len(domains(topology, hosts))
+    racks = count * domain.racks
+    cartridges = domain.cable_cartridges_per_rack
+    return {
+        "domains": count,
+        "gpus_per_domain": domain.gpus,
+        "racks": racks,
+        "switch_trays": racks * domain.switch_trays_per_rack,
+        "cable_cartridges": None if cartridges is None else racks * cartridges,
+        "links": None if domain.nvlink_links is None else count * domain.nvlink_links,
+        "rack_kw": round(rack_power_w(topology, domain) / 1000, 1),
+        "cooling": domain.cooling,
+    }

@@ -33,6 +33,8 @@ LINK_TIERS = ("node-leaf", "leaf-spine", "spine-core", "terminal", "local", "glo
 _OPTICAL_TIERS = ("leaf-spine", "spine-core", "global")
 _EDGE_TIERS = ("node-leaf", "terminal")
 DAC_MAX_GBPS = 200  # passive copper reaches a rack at 200G; beyond that it is too short
+NVLINK_CARTRIDGE = "NVLink copper cable cartridge (spine)"
+NVLINK_LINK = "NVLink link, GPU to switch chip (copper, in the spine)"
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class Media:
 
 @dataclass(frozen=True)
 class BomLine:
-    category: str  # server, gpu, nvlink (switch trays, racks), switch, cable, transceiver
+    category: str  # server, gpu, nvlink (switch trays, cable cartridges, links, racks), switch, cable, transceiver
     item: str  # node type, GPU model, switch model or DEFAULTS key
     fabric: str  # empty for servers and GPUs
     tier: str  # switch tier or link tier; empty for servers and GPUs
@@ -194,19 +196,23 @@ def bill(plan: ClusterPlan, prices: Mapping[str, Mapping[str, float] | Cost] | N
 
 
 def _nvlink_lines(plan: ClusterPlan) -> Counter:
-    """NVLink switch trays, and one line per rack naming its cooling and draw: the draw is the
-    sum of the rack's trays (already on the server, GPU and switch tray lines), so the rack
-    line itself adds no power."""
+    """NVLink switch trays; the NVLink wiring (the copper cable cartridges of each rack's spine
+    and the GPU-to-switch links through them), where the domain's counts give it; and one line
+    per rack naming its cooling and draw. The draw is the sum of the rack's trays (already on the
+    server, GPU and switch tray lines) and the cartridges and links are parts of the rack with no
+    price of their own, so these lines add no power and no price."""
     spec = plan.topology.nvlink_domain
+    found = nvlink.totals(plan.topology, plan.hosts)
     lines: Counter = Counter()
-    if spec is None:
+    if spec is None or found is None:
         return lines
-    domain, _ = nvlink.resolve(spec)
-    racks = len(nvlink.domains(plan.topology, plan.hosts)) * domain.racks
     tray = spec.switch_tray
-    lines["nvlink", tray.model, "", "switch tray", tray.power_w, tray.price_usd] += racks * domain.switch_trays_per_rack
-    rack_kw = nvlink.rack_power_w(plan.topology, domain) / 1000
-    lines["nvlink", f"{domain.cooling}-cooled rack, {rack_kw:.1f} kW", "", "rack", 0, 0] += racks
+    lines["nvlink", tray.model, "", "switch tray", tray.power_w, tray.price_usd] += found["switch_trays"]
+    if found["cable_cartridges"] is not None:
+        lines["nvlink", NVLINK_CARTRIDGE, "", "cable cartridge", 0, 0] += found["cable_cartridges"]
+    if found["links"] is not None:
+        lines["nvlink", NVLINK_LINK, "", "link", 0, 0] += found["links"]
+    lines["nvlink", f"{found['cooling']}-cooled rack, {found['rack_kw']:.1f} kW", "", "rack", 0, 0] += found["racks"]
     return lines
 
 

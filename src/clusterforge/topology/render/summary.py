@@ -1,5 +1,5 @@
 """The counts an engineer checks first, as one stable JSON-able document: hosts per role,
-GPUs per model, and per fabric its switches and links per tier, its cables by kind, with a core
+GPUs per model, the NVLink domains' racks, switch trays, cable cartridges and links, and per fabric its switches and links per tier, its cables by kind, with a core
 tier how many cores each spine reaches, and for a dragonfly its global ports used and available."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from clusterforge.topology import ClusterPlan
+from clusterforge.topology import ClusterPlan, nvlink
 from clusterforge.topology.model import ROLES
 from clusterforge.topology.render import bom
 
@@ -52,6 +52,7 @@ def summarise(plan: ClusterPlan, prices: dict | None = None) -> dict[str, Any]:
             "reserved_slots": len(units.reserved_slots),
         },
         "switches": plan.switch_count(),
+        "nvlink": nvlink.totals(topology, plan.hosts),
         "fabrics": {name: _fabric(plan, name) for name in sorted(plan.fabrics)},
         "bom": bom.totals(bom.bill(plan, prices)),
     }

@@ -9,6 +9,7 @@ import pytest
 
 from clusterforge.topology import TopologyError, load, nvlink
 from clusterforge.topology.render import bom
+from clusterforge.topology.render.summary import summarise
 from tests.paths import PROJECT
 
 EXAMPLE = PROJECT / "inventories" / "examples" / "gb200-nvl72-su.topology.yml"
@@ -42,6 +43,52 @@ def test_example_matches_nvidia_reference_figures():
     assert lines["nvlink", "switch tray"].quantity == 72
     assert lines["nvlink", "rack"].quantity == 8
     assert lines["nvlink", "rack"].item == f"liquid-cooled rack, {rack_kw:.1f} kW"
+
+
+# NVIDIA Technical Blog, "NVIDIA Contributes NVIDIA GB200 NVL72 Designs to Open Compute Project"
+# (2024-10-15, https://developer.nvidia.com/blog/nvidia-contributes-nvidia-gb200-nvl72-designs-to-open-compute-project/):
+# "four NVLink cartridges mounted vertically at the rear of the rack" ... "These cartridges accommodate
+# over 5,000 active copper cables". (Read as quoted verbatim by several public write-ups; the page itself
+# is not in the stored corpus.) NVIDIA gives the cable count only as "over 5,000" and publishes no
+# cables-per-link figure, so the model counts cartridges and links, not single copper cables.
+NVIDIA_CARTRIDGES_PER_RACK = 4
+# DGX SuperPOD GB200 RA (RA-11338-001), 4.1 Multi-node NVLink Fabric: "Each NVLink switch tray is
+# equipped with 2 NVLink switch chips" ... "Each B200 GPU features 18 NVL5 links and has one dedicated
+# NVL5 link connectivity to each one of the 18 switch chips".
+RA_SWITCH_CHIPS_PER_TRAY, RA_LINKS_PER_GPU = 2, 18
+
+
+def test_nvlink_wiring_in_bom_and_show_matches_nvidia_figures():
+    plan = load(EXAMPLE)
+    lines = {(line.category, line.tier): line for line in bom.bill(plan)}
+    racks = 8
+    assert lines["nvlink", "cable cartridge"].quantity == racks * NVIDIA_CARTRIDGES_PER_RACK  # 32
+    links = lines["nvlink", "link"].quantity
+    assert links == racks * 72 * RA_LINKS_PER_GPU  # 10,368: 1,296 per rack
+    # The same links counted from the switch side: 9 trays x 2 chips, one port per GPU each.
+    assert links == racks * 9 * RA_SWITCH_CHIPS_PER_TRAY * 72
+    # Parts of the rack: counted, no price or power of their own (the rack line carries neither).
+    assert lines["nvlink", "cable cartridge"].price_usd == lines["nvlink", "link"].power_w == 0
+    shown = summarise(plan)["nvlink"]
+    assert shown == {
+        "domains": 8,
+        "gpus_per_domain": 72,
+        "racks": racks,
+        "switch_trays": racks * 9,
+        "cable_cartridges": racks * NVIDIA_CARTRIDGES_PER_RACK,
+        "links": links,
+        "rack_kw": 134.1,
+        "cooling": "liquid",
+    }
+
+
+def test_nvl36x2_has_no_published_cartridge_count_so_none_is_billed():
+    plan = load(EXAMPLE)
+    spec = plan.topology.nvlink_domain.model_copy(update={"preset": "gb200_nvl36x2"})
+    domain, _ = nvlink.resolve(spec)
+    assert domain.cable_cartridges_per_rack is None and domain.nvlink_links == 72 * RA_LINKS_PER_GPU
+    given = spec.model_copy(update={"cable_cartridges_per_rack": 2})
+    assert nvlink.resolve(given)[0].cable_cartridges_per_rack == 2  # a field overrides the preset
 
 
 def _line(text: str, needle: str) -> int:

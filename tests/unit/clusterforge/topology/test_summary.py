@@ -75,9 +75,11 @@ def test_key_order_is_stable_and_json_round_trips(plan, summary):
         "gpus",
         "scalable_units",
         "switches",
+        "nvlink",
         "fabrics",
         "bom",
     ]
+    assert summary["nvlink"] is None  # no rack-scale NVLink in the H100 SuperPOD
     assert list(summary["fabrics"]) == ["compute", "inband", "oob"]
     assert json.loads(json.dumps(summary)) == summary
     assert json.dumps(summarise(plan)) == json.dumps(summary)
