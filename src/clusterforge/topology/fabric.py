@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import islice
 
-from clusterforge.topology import dragonfly
+from clusterforge.topology import dragonfly, nvlink
 from clusterforge.topology.hosts import Host
 from clusterforge.topology.model import Fabric, Role, Topology
 from clusterforge.topology.source import Location
@@ -122,11 +122,37 @@ def generate(topology: Topology, fabric_name: str, hosts: list[Host], links: boo
         _dragonfly(plan, cabled)
     else:
         ports = _Ports(spec.switch.radix)
-        leaves = _leaves(plan, topology, cabled, ports)
-        _spines(plan, leaves, ports, links)
-        if len(leaves) > 1:  # a lone leaf has no uplinks, so no ratio to miss
-            plan.warnings.extend((("oversubscription",), w) for w in _split_warnings(spec))
+        down, up = leaf_ports(topology, spec)
+        leaves = _leaves(plan, topology, cabled, ports, down)
+        if spec.spine_leaf_groups:
+            _group_spines(plan, leaves, up, ports)
+        else:
+            _spines(plan, leaves, ports, links)
+            if len(leaves) > 1:  # a lone leaf has no uplinks, so no ratio to miss
+                plan.warnings.extend((("oversubscription",), w) for w in _split_warnings(spec))
     return plan
+
+
+def leaf_ports(topology: Topology, spec: Fabric) -> tuple[int, int]:
+    """Down and up ports a leaf uses: the oversubscription's split of the radix, or with spine-leaf
+    groups one NVLink rack's trays down and as many up as the oversubscription asks."""
+    if not spec.spine_leaf_groups:
+        return leaf_split(spec)
+    domain = nvlink.resolve(topology.nvlink_domain)[0] if topology.nvlink_domain else None
+    if domain is None:
+        raise FabricSizeError(
+            "spine_leaf_groups puts one leaf per NVLink rack and rail, but the topology has no "
+            "nvlink_domain; expected an nvlink_domain section, or spine_leaf_groups: false",
+            ("spine_leaf_groups",),
+        )
+    down = domain.trays_per_rack
+    up = math.ceil(down / spec.oversubscription)
+    if down + up > spec.switch.radix:
+        raise FabricSizeError(
+            f"a leaf per NVLink rack takes its {down} trays on {down} ports and sends {up} up, "
+            f"{down + up} ports, more than the switch radix {spec.switch.radix}"
+        )
+    return down, up
 
 
 def leaf_split(spec: Fabric) -> tuple[int, int]:
@@ -152,10 +178,9 @@ def _split_warnings(spec: Fabric) -> list[str]:
     ]
 
 
-def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports: _Ports) -> list[Switch]:
-    """Cable every endpoint to a leaf; return the leaves in order."""
+def _leaves(plan: FabricPlan, topology: Topology, cabled: list[Endpoint], ports: _Ports, down: int) -> list[Switch]:
+    """Cable every endpoint to a leaf of `down` downlinks; return the leaves in order."""
     spec = plan.spec
-    down, _ = leaf_split(spec)
     if down < 1:
         raise FabricSizeError(f"a {spec.switch.radix}-port leaf has no downlink at {spec.oversubscription}:1")
     speed = spec.switch.port_speed_gbps
@@ -311,6 +336,53 @@ def _spines(plan: FabricPlan, leaves: list[Switch], ports: _Ports, links: bool) 
                 sent += 1
                 plan.links.append(Link("spine-core", spine, str(ports.take(spine)), core, ports.take(core), speed))
     plan.switches.extend(Switch(name, "core") for name in cores)
+
+
+def _group_spines(plan: FabricPlan, leaves: list[Switch], up: int, ports: _Ports) -> None:
+    """NVIDIA's spine-leaf groups (DGX SuperPOD GB200 RA, 4.2): a scalable unit's leaves of one
+    rail under spines of their own, so the fabric is rail-optimised to the top. A spine keeps half
+    its ports for a core tier, so a group has the fewest spines that take its leaves' uplinks in
+    the other half and divide each leaf's uplinks evenly. With more than one unit, spine k of every
+    group goes up to core group k, as many links up as it takes down (non-blocking)."""
+    spec = plan.spec
+    radix = spec.switch.radix
+    half = radix // 2
+    speed = spec.switch.port_speed_gbps
+    if len(leaves) == 1:
+        return  # a single leaf is the whole fabric
+    groups: dict[tuple[int | None, int | None], list[Switch]] = defaultdict(list)
+    for leaf in leaves:
+        groups[leaf.unit, leaf.rail].append(leaf)
+    core_groups: dict[int, list[tuple[str, int]]] = defaultdict(list)  # k -> (spine, its downlinks)
+    for (unit, rail), members in groups.items():
+        count = _spine_count(len(members), up, half)
+        where = f"su{unit}" if unit else "svc"
+        names = [f"{plan.name}-{where}-r{rail}-spine{n:02d}" for n in range(1, count + 1)]
+        plan.switches.extend(Switch(name, "spine", unit=unit, rail=rail) for name in names)
+        for index, name in enumerate(names):
+            core_groups[index + 1].append((name, len(members) * len(range(index, up, count))))
+        if not plan.complete:
+            continue
+        for leaf in members:
+            for uplink in range(up):
+                spine = names[uplink % count]
+                plan.links.append(
+                    Link("leaf-spine", leaf.name, str(ports.take(leaf.name)), spine, ports.take(spine), speed)
+                )
+    if len({unit for unit, _ in groups}) < 2:
+        return  # one unit: its rails meet over NVLink inside the racks; the spines' upper halves wait for a core
+    for k, spines in core_groups.items():
+        cores = [f"{plan.name}-cg{k}-core{n:02d}" for n in range(1, math.ceil(sum(d for _, d in spines) / radix) + 1)]
+        plan.switches.extend(Switch(name, "core") for name in cores)
+        if not plan.complete:
+            continue
+        sent = 0
+        for spine, downlinks in spines:
+            ports.used[spine] = half
+            for _ in range(downlinks):
+                core = cores[sent % len(cores)]
+                sent += 1
+                plan.links.append(Link("spine-core", spine, str(ports.take(spine)), core, ports.take(core), speed))
 
 
 def _spine_count(leaves: int, up: int, radix: int) -> int:

@@ -277,6 +277,11 @@ class Fabric(Strict):
         default=1.0, ge=1.0, le=16.0, description="leaf downlinks per uplink; 1 is non-blocking"
     )
     dragonfly: Dragonfly | None = None
+    # Rail-optimised fat trees beside rack-scale NVLink: NVIDIA's layout (DGX SuperPOD GB200 RA, 4.2),
+    # one leaf per NVLink rack and rail, and each rail's leaves of a unit under their own spines.
+    spine_leaf_groups: bool = Field(
+        strict=True, default=False, description="one leaf per NVLink rack and rail; spines per rail and unit"
+    )
     # Lossless RoCE settings; Ethernet fabrics only (an Ethernet fabric without them gets RoceQos()'s defaults).
     roce: RoceQos | None = None
     # InfiniBand only: who runs the subnet manager, and the IPoIB interfaces' mode and MTU.
@@ -298,6 +303,10 @@ class Fabric(Strict):
             raise ValueError(f"dragonfly parameters given for a {self.topology} fabric")
         if self.topology == "rail_optimized_fat_tree" and self.rails < 2:
             raise ValueError("a rail-optimised fat tree needs rails >= 2")
+        if self.spine_leaf_groups and self.topology != "rail_optimized_fat_tree":
+            raise ValueError(
+                f"spine_leaf_groups applies to rail_optimized_fat_tree only; this fabric is {self.topology}"
+            )
         if self.roce is not None and self.link_layer != "ethernet":
             raise ValueError(f"roce settings apply to link_layer ethernet only; this fabric is {self.link_layer}")
         return self

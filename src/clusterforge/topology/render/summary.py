@@ -1,6 +1,7 @@
 """The counts an engineer checks first, as one stable JSON-able document: hosts per role,
-GPUs per model, the NVLink domains' racks, switch trays, cable cartridges and links, and per fabric its switches and links per tier, its cables by kind, with a core
-tier how many cores each spine reaches, and for a dragonfly its global ports used and available."""
+GPUs per model, the NVLink domains' racks, switch trays, cable cartridges and links, and per
+fabric its switches and links per tier, its cables by kind, with a core tier how many cores each
+spine reaches, and for a dragonfly its global ports used and available."""
 
 from __future__ import annotations
 
