@@ -353,12 +353,17 @@ def _group_spines(plan: FabricPlan, leaves: list[Switch], up: int, ports: _Ports
     groups: dict[tuple[int | None, int | None], list[Switch]] = defaultdict(list)
     for leaf in leaves:
         groups[leaf.unit, leaf.rail].append(leaf)
+    # Across units only the cores join them: each unit is a pod (Slurm switches, pair distances).
+    pods = len({unit for unit, _ in groups}) > 1
+    if pods:
+        plan.leaf_pods.update({leaf.name: leaf.unit or 0 for leaf in leaves})
     core_groups: dict[int, list[tuple[str, int]]] = defaultdict(list)  # k -> (spine, its downlinks)
     for (unit, rail), members in groups.items():
         count = _spine_count(len(members), up, half)
         where = f"su{unit}" if unit else "svc"
         names = [f"{plan.name}-{where}-r{rail}-spine{n:02d}" for n in range(1, count + 1)]
-        plan.switches.extend(Switch(name, "spine", unit=unit, rail=rail) for name in names)
+        pod = (unit or 0) if pods else None
+        plan.switches.extend(Switch(name, "spine", unit=unit, rail=rail, pod=pod) for name in names)
         for index, name in enumerate(names):
             core_groups[index + 1].append((name, len(members) * len(range(index, up, count))))
         if not plan.complete:
@@ -369,7 +374,7 @@ def _group_spines(plan: FabricPlan, leaves: list[Switch], up: int, ports: _Ports
                 plan.links.append(
                     Link("leaf-spine", leaf.name, str(ports.take(leaf.name)), spine, ports.take(spine), speed)
                 )
-    if len({unit for unit, _ in groups}) < 2:
+    if not pods:
         return  # one unit: its rails meet over NVLink inside the racks; the spines' upper halves wait for a core
     for k, spines in core_groups.items():
         cores = [f"{plan.name}-cg{k}-core{n:02d}" for n in range(1, math.ceil(sum(d for _, d in spines) / radix) + 1)]

@@ -120,6 +120,10 @@ def test_scale_out_matches_ra_table_4_1(tmp_path, sus):
     links = Counter(link.tier for link in fabric.links)
     # Non-blocking at every tier: as many links up as down.
     assert links == {"node-leaf": sus * 576, "leaf-spine": sus * 576, "spine-core": sus * 576}
+    # Units meet only at the cores: each unit is a pod (Slurm switches, NCCL pair distances).
+    assert {leaf: pod for leaf, pod in fabric.leaf_pods.items()} == {
+        s.name: s.unit for s in fabric.switches if s.tier == "leaf"
+    }
     # Spine k of each group goes to core group k only.
     for link in fabric.links:
         if link.tier == "spine-core":
