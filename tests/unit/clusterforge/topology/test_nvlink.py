@@ -244,6 +244,7 @@ def test_drawing_shows_each_rack_with_its_domain_and_rails():
     import xml.etree.ElementTree as ET
 
     from clusterforge.topology.draw import render_svg
+    from clusterforge.topology.draw.canvas import rail_colours
 
     svg = ET.fromstring(render_svg(load(EXAMPLE)))
     ns = "{http://www.w3.org/2000/svg}"
@@ -264,6 +265,10 @@ def test_drawing_shows_each_rack_with_its_domain_and_rails():
             if r.get("height") == "6" and x <= float(r.get("x")) <= x + w and y <= float(r.get("y")) <= y + h
         ]
         assert len(stripes) == 4
+        # In rail order, each in its rail's colours (the colours the compute fabric's leaves have).
+        assert [(r.get("fill"), r.get("stroke")) for r in sorted(stripes, key=lambda r: float(r.get("x")))] == [
+            rail_colours(rail) for rail in (1, 2, 3, 4)
+        ]
     superpod = render_svg(load(PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml"))
     assert "NVLink racks" not in superpod
 
