@@ -6,7 +6,7 @@ a throw-away GPG key made when it is built, so the roles' key handling (keyring 
 /etc/apt/keyrings, fingerprint check, ``signed-by``) is exercised for real, and apt verifies
 every index it reads.
 
-Six repositories, in the vendors' (and a site's) layouts:
+Seven repositories, in the vendors' (and a site's) layouts:
 
 - ``docker/linux/debian``: Docker's ``https://download.docker.com/linux/debian <suite> stable``
   (``dists/<suite>/stable/binary-<arch>/Packages``), key at ``docker/linux/debian/gpg``.
@@ -25,6 +25,12 @@ Six repositories, in the vendors' (and a site's) layouts:
 - ``kubernetes/core:/stable:/v1.33/deb``: the Kubernetes project's flat per-minor repository
   ``https://pkgs.k8s.io/core:/stable:/v1.33/deb/ /``, key at ``.../deb/Release.key`` (the
   kubernetes role's stand-ins: kubeadm, kubelet with a harmless kubelet.service, kubectl).
+- ``public/repo/doca/3.2.1/debian12/<x86_64|arm64-sbsa>``: NVIDIA's flat DOCA repository
+  ``https://linux.mellanox.com/public/repo/doca/<release>/<os>/<arch>/ ./``, key at
+  ``public/repo/doca/GPG-KEY-Mellanox.pub`` (the rdma role's DOCA-OFED stand-ins: the doca-ofed
+  profile metapackage, mlnx-ofed-kernel-dkms and mlnx-ofed-kernel-utils; versions shaped like
+  NVIDIA's, <DOCA release>-<build> and <OFED>.OFED.<OFED build>, two builds of the one release
+  in the one directory, not NVIDIA's build numbers; the DKMS stand-in builds no module).
 - ``slurm/debian``: a site's own Slurm repository (``<suite> main``), key at
   ``slurm/debian/slurm.asc``. It has no stand-ins: a test adds Debian's real Slurm .debs with
   ``--deb slurm=PATH`` (molecule/slurm_repo), as a site mirrors them.
@@ -72,8 +78,10 @@ CUDA = "cuda"
 LUSTRE = "lustre"
 KUBERNETES = "kubernetes"
 SLURM = "slurm"
-# NVIDIA's CUDA repository names architectures its own way.
+DOCA = "doca"
+# NVIDIA's CUDA repository names architectures its own way, and its DOCA repository another.
 CUDA_ARCH = {"amd64": "x86_64", "arm64": "sbsa"}
+DOCA_ARCH = {"amd64": "x86_64", "arm64": "arm64-sbsa"}
 
 
 @dataclass(frozen=True)
@@ -245,6 +253,19 @@ def _kubernetes_standins() -> list[StandIn]:
     return out
 
 
+def _doca_standins() -> list[StandIn]:
+    """DOCA-OFED's profile metapackage and its kernel part, two builds each (the rdma role's doca path).
+    The metapackage depends on its kernel packages' exact version, as the profile ties them."""
+    out = []
+    for doca, ofed in (("3.2.1-034000", "25.10.OFED.25.10.1.7.1.1"), ("3.2.1-044000", "25.10.OFED.25.10.1.7.2.1")):
+        out += [
+            StandIn(DOCA, "mlnx-ofed-kernel-dkms", ofed),
+            StandIn(DOCA, "mlnx-ofed-kernel-utils", ofed),
+            StandIn(DOCA, "doca-ofed", doca, f"mlnx-ofed-kernel-dkms (= {ofed}), mlnx-ofed-kernel-utils (= {ofed})"),
+        ]
+    return out
+
+
 def default_standins(suite: str = "trixie") -> list[StandIn]:
     """Every stand-in package the mirror carries: two versions of each vendor package."""
     return (
@@ -256,6 +277,7 @@ def default_standins(suite: str = "trixie") -> list[StandIn]:
         + _dcgm_standins()
         + _lustre_standins()
         + _kubernetes_standins()
+        + _doca_standins()
     )
 
 
@@ -301,6 +323,15 @@ def repos(suite: str, arch: str) -> dict[str, Repo]:
         # A site's own Slurm repository (Debian's layout, <suite> main): no stand-ins, it carries
         # the real .debs a test adds with --deb slurm=PATH (apt-get download of Debian's Slurm).
         SLURM: Repo(SLURM, "slurm/debian", "slurm/debian/slurm.asc", False, suite, "main"),
+        # NVIDIA's flat DOCA repository, one per release, OS and architecture; the key sits at the base,
+        # where NVIDIA's DOCA-Host guide fetches it. Debian 12's directory on the trixie lab node, as the
+        # CUDA repository's.
+        DOCA: Repo(
+            DOCA,
+            f"public/repo/doca/3.2.1/debian12/{DOCA_ARCH.get(arch, arch)}",
+            "public/repo/doca/GPG-KEY-Mellanox.pub",
+            True,
+        ),
     }
 
 

@@ -131,10 +131,15 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
         "kubeadm",
         "kubelet",
         "kubectl",
+        "doca-ofed",
+        "mlnx-ofed-kernel-dkms",
+        "mlnx-ofed-kernel-utils",
     }
     assert versions["lustre-client-utils"] == {"2.15.6-1", "2.15.7-1"}
     assert versions["kubeadm"] == {"1.33.5-1.1", "1.33.6-1.1"}
     assert versions["datacenter-gpu-manager"] == {"1:3.3.5", "1:3.3.6"}
+    assert versions["doca-ofed"] == {"3.2.1-034000", "3.2.1-044000"}
+    assert versions["mlnx-ofed-kernel-dkms"] == {"25.10.OFED.25.10.1.7.1.1", "25.10.OFED.25.10.1.7.2.1"}
 
 
 def test_pool_file_names_drop_the_epoch():
@@ -204,3 +209,31 @@ def test_lustre_repo_is_flat_signed_and_laid_out_like_a_whamcloud_client_directo
     subprocess.run(["dpkg-deb", "--extract", str(mirror.build_standin(pkg, "amd64", tmp_path)), str(tree)], check=True)
     unit = (tree / "usr/lib/systemd/system/lnet.service").read_text()
     assert mirror.STANDIN_LABEL in unit and "ExecStart=/bin/true" in unit
+
+
+def test_doca_repo_is_flat_signed_and_laid_out_like_nvidia_s(built, tmp_path):
+    """NVIDIA's <base>/<release>/<os>/<arch>/ flat directory, its key at the base as the DOCA-Host guide
+    fetches it; the metapackage ties each build to its kernel packages' exact version."""
+    root, manifest = built
+    repo = manifest["repos"]["doca"]
+    assert repo["path"] == "public/repo/doca/3.2.1/debian12/x86_64"
+    assert repo["key"] == "public/repo/doca/GPG-KEY-Mellanox.pub"
+    assert repo["flat"] is True
+    base = root / repo["path"]
+    keyring = _keyring(root, tmp_path, repo["key"])
+    subprocess.run(["gpgv", "--keyring", str(keyring), str(base / "InRelease")], check=True, capture_output=True)
+    metapackages = sorted(
+        (s["Version"], s["Depends"]) for s in _stanzas(base / "Packages") if s["Package"] == "doca-ofed"
+    )
+    assert metapackages == [
+        (
+            "3.2.1-034000",
+            "mlnx-ofed-kernel-dkms (= 25.10.OFED.25.10.1.7.1.1), mlnx-ofed-kernel-utils (= 25.10.OFED.25.10.1.7.1.1)",
+        ),
+        (
+            "3.2.1-044000",
+            "mlnx-ofed-kernel-dkms (= 25.10.OFED.25.10.1.7.2.1), mlnx-ofed-kernel-utils (= 25.10.OFED.25.10.1.7.2.1)",
+        ),
+    ]
+    arm = mirror.repos("trixie", "arm64")["doca"]
+    assert arm.path == "public/repo/doca/3.2.1/debian12/arm64-sbsa"
