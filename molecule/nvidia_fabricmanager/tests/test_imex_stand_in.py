@@ -55,3 +55,22 @@ def test_the_unit_is_the_stand_in_s_enabled_but_not_started_without_a_loaded_dri
     assert not service.is_running
     description = host.check_output("systemctl show --property=Description nvidia-imex.service")
     assert "clusterforge test stand-in" in description
+
+
+def test_the_driver_is_told_to_make_channel0_in_a_modprobe_file_of_the_role_s_own(host):
+    # converge.yml leaves nvidia_imex_channel0_at_load and nvidia_imex_module_name at their defaults
+    # (true; nvidia, NVIDIA's packages' module name).
+    modprobe = host.file("/etc/modprobe.d/clusterforge-nvidia-imex.conf")
+    assert modprobe.mode == 0o644 and modprobe.user == "root"
+    options = [line for line in modprobe.content_string.splitlines() if not line.startswith("#")]
+    assert options == ["options nvidia NVreg_CreateImexChannel0=1"]
+
+
+def test_no_channel_is_made_without_a_loaded_driver_which_is_the_skip_s_reason(host):
+    # The reason the role gives ("skipped: no hardware (the NVIDIA driver is not loaded)"): no driver
+    # version file and no nvidia-caps-imex-channels major in this node's /proc/devices.
+    assert not host.file("/proc/driver/nvidia/version").exists
+    assert "nvidia-caps-imex-channels" not in host.file("/proc/devices").content_string
+    assert not host.file("/dev/nvidia-caps-imex-channels").exists
+    # No restart was ever wanted where the service does not run: no marker of a held-back restart.
+    assert not host.file("/var/lib/clusterforge/nvidia-imex-restart-pending").exists

@@ -18,6 +18,7 @@ from ansible.module_utils import (
     ibnetdiscover,
     ibstat,
     ibv_devinfo,
+    imex_node,
     lspci,
     mlxconfig,
     nccl_tests,
@@ -47,6 +48,8 @@ PARSERS = {
     "kernel_log_peermem": gpudirect_host.parse_peermem_log,
     "nccl_all_reduce_perf": nccl_tests.parse_nccl_tests,
     "nvidia-smi_query": nvidia_smi.parse_query,
+    "nvidia-smi_compute_apps": imex_node.parse_compute_apps,
+    "proc_devices": imex_node.parse_proc_devices,
     "nvidia-smi_fabric": nvidia_fabric.parse_fabric,
     "nvidia-smi_topo": nvidia_topo.parse_topo_matrix,
     "nvidia-smi_xml": nvidia_smi.parse_query_xml,
@@ -65,6 +68,7 @@ SAME_PROGRAM = {
     "nvidia-smi_topo": {"nvidia-smi_query", "nvidia-smi_xml"},
     "nvidia-smi_query": {"nvidia-smi_topo"},
     "nvidia-smi_xml": {"nvidia-smi_topo"},
+    "nvidia-smi_compute_apps": {"nvidia-smi_query", "nvidia-smi_topo", "nvidia-smi_xml"},
     # Both run under srun, whose failure lines ("srun: error: node01: task 0: Exited ...") are the same.
     "nccl_all_reduce_perf": {"torchrun"},
 }
