@@ -7,7 +7,8 @@ block, clusterforge.topology.model.RoceQos):
 - trust and PFC through NVIDIA's ``mlnx_qos`` (MLNX_OFED/DOCA's mlnx-tools): ``--trust dscp`` and
   ``--pfc`` with 1 on the one lossless priority only; its ``mlnx_qos -i <netdev>`` listing
   ("Priority trust state: dscp", the PFC "enabled" row) is the current state. Upstream kernels
-  have no sysfs file for either, so without mlnx_qos they are left as they are, and said so;
+  have no sysfs file for either: without mlnx_qos, iproute2's ``dcb`` sets them through the
+  kernel's DCB netlink interface (roce_dcb.py); without either they are left as they are, and said so;
 - ECN through MLNX_OFED's sysfs, ``/sys/class/net/<netdev>/ecn/roce_np/enable/<priority>`` (the
   notification point) and ``roce_rp`` (the reaction point) set to 1 on the priority; absent files
   (an upstream mlx5, whose DCQCN is on by default) are left alone, and said so;
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from ansible.module_utils.roce_dcb import dcb_argvs
 from ansible.module_utils.verdicts import ParseError
 
 PRIORITIES = 8
@@ -61,10 +63,11 @@ def mlnx_qos_argv(program: str, interface: dict) -> list:
     return [program, "-i", interface["netdev"], "--trust", "dscp", "--pfc", flags]
 
 
-def commands(interface: dict, program: str | None, root: str) -> list:
+def commands(interface: dict, program: str | None, root: str, dcb: str | None = None) -> list:
     """The whole command set for one interface, as a boot script would run it: the mlnx_qos argv
-    (when the program is there) and ``["write", path, value]`` for each sysfs file."""
-    found = [mlnx_qos_argv(program, interface)] if program else []
+    (when the program is there), else the dcb argvs (when dcb is), and ``["write", path, value]``
+    for each sysfs file."""
+    found = [mlnx_qos_argv(program, interface)] if program else dcb_argvs(dcb, interface) if dcb else []
     return found + [["write", path, value] for path, value in sysfs_writes(root, interface).items()]
 
 

@@ -15,10 +15,14 @@ from ansible.module_utils.roce_qos import commands  # isort: skip
 
 TEMPLATE = PROJECT / "roles" / "roce_qos" / "templates" / "clusterforge-roce-qos.sh.j2"
 STAND_IN = PROJECT / "tests" / "unit" / "plugins" / "modules" / "standins" / "mlnx_qos"
+DCB_STAND_IN = STAND_IN.with_name("dcb")
 
 
-def _script(root, interfaces: list, program) -> str:
-    applied = {"sysfs_root": str(root), "commands": {i["netdev"]: commands(i, program, str(root)) for i in interfaces}}
+def _script(root, interfaces: list, program, dcb=None) -> str:
+    applied = {
+        "sysfs_root": str(root),
+        "commands": {i["netdev"]: commands(i, program, str(root), dcb) for i in interfaces},
+    }
     return render(TEMPLATE.read_text(), ansible_managed="Ansible managed", __roce_qos_applied=applied)
 
 
@@ -57,3 +61,18 @@ def test_without_mlnx_qos_the_script_writes_sysfs_only(tmp_path):
     assert "--trust" not in text and "--pfc" not in text
     done = subprocess.run(["sh", "-c", text], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and (root / "ens1f0np0" / "mtu").read_text().strip() == "4200"
+
+
+def test_without_mlnx_qos_the_boot_script_runs_the_dcb_commands(tmp_path):
+    root = tmp_path / "net"
+    (root / "ens1f0np0").mkdir(parents=True)
+    (root / "ens1f0np0" / "mtu").write_text("9000\n")
+    state, log = tmp_path / "dcb.json", tmp_path / "dcb.log"
+    state.write_text(json.dumps({"ens1f0np0": {"pfc": [1] * 8, "app": {}}}))
+    interface = {"netdev": "ens1f0np0", "priority": 3, "dscp": 26, "ecn": True, "mtu": 9000}
+    script = tmp_path / "clusterforge-roce-qos"
+    script.write_text(_script(root, [interface], None, str(DCB_STAND_IN)))
+    env = {"PATH": "/usr/bin:/bin", "DCB_STATE": str(state), "DCB_LOG": str(log)}
+    done = subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(state.read_text()) == {"ens1f0np0": {"pfc": [0, 0, 0, 1, 0, 0, 0, 0], "app": {"26": [3]}}}

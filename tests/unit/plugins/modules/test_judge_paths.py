@@ -270,11 +270,11 @@ NO_MODULE = {
 # Outputs that are no check's: Slurm's accounting tables, read by the slurm_accounts module
 # (tests/unit/plugins/module_utils/test_sacctmgr.py).
 NOT_CHECKS = {"sacctmgr", "squeue"}
-# Outputs a configuring module reads as state, not a check's: roce_qos reads `mlnx_qos -i` to change
-# only what differs (tests/unit/plugins/modules/test_roce_qos.py); imex_channels reads /proc/devices
-# for the channel major and imex_busy reads nvidia-smi's compute processes before an IMEX restart
-# (tests/unit/plugins/modules/test_imex_modules.py).
-STATE_ONLY = {"mlnx_qos", "proc_devices", "nvidia-smi_compute_apps"}
+# Outputs a configuring module reads as state, not a check's: roce_qos reads `mlnx_qos -i`, or dcb's
+# PFC and APP table, to change only what differs (tests/unit/plugins/modules/test_roce_qos.py);
+# imex_channels reads /proc/devices for the channel major and imex_busy reads nvidia-smi's compute
+# processes before an IMEX restart (tests/unit/plugins/modules/test_imex_modules.py).
+STATE_ONLY = {"mlnx_qos", "dcb_pfc", "dcb_app", "proc_devices", "nvidia-smi_compute_apps"}
 # Outputs only a node module reads: training_check replays the acceptance job's step outputs
 # (test_training_check.py); `check judge training` judges the job record that module saved, not a
 # step's output.

@@ -16,6 +16,7 @@ from tests.unit.plugins.modules.conftest import ModuleExit, ModuleFail
 from ansible.module_utils.roce_qos import MlnxQosParseError, commands, parse_mlnx_qos  # isort: skip
 
 STAND_IN = Path(__file__).parent / "standins" / "mlnx_qos"
+DCB_STAND_IN = Path(__file__).parent / "standins" / "dcb"
 REAL = load("mlnx_qos", "mlnx-ofed-4.2-trust-dscp-pfc-0-2-6-7-community-doc-2792.txt")
 WANT = {"netdev": "ens1f0np0", "priority": 3, "dscp": 26, "ecn": True, "mtu": 9000}
 
@@ -90,11 +91,11 @@ def test_check_mode_reports_and_changes_nothing(run, host):
     assert (host["root"] / "ens1f0np0" / "mtu").read_text() == "1500\n"
 
 
-def test_without_mlnx_qos_sysfs_is_applied_and_trust_and_pfc_said_unset(run, host, tmp_path):
-    done = run("roce_qos", _args(host, mlnx_qos=str(tmp_path / "absent")))
+def test_without_mlnx_qos_or_dcb_sysfs_is_applied_and_trust_and_pfc_said_unset(run, host, tmp_path):
+    done = run("roce_qos", _args(host, mlnx_qos=str(tmp_path / "absent"), dcb=str(tmp_path / "absent")))
     result = done.result["interfaces"]["ens1f0np0"]
     assert done.result["via"] == "sysfs" and done.result["changed"]
-    assert result["unset"] == ["trust and PFC: mlnx_qos not found (no sysfs file for them upstream)"]
+    assert result["unset"] == ["trust and PFC: neither mlnx_qos nor dcb (iproute2) found"]
     assert (host["root"] / "ens1f0np0" / "mtu").read_text() == "9000"
     assert not host["log"].exists()
 
@@ -129,3 +130,87 @@ def test_a_missing_netdev_is_no_hardware_and_absent_ecn_files_are_said(run, host
 def test_bad_input_names_the_entry_and_the_field(run, host, change, message):
     done = run("roce_qos", _args(host, interfaces=[{**WANT, **change}]))
     assert done.failed and done.result["msg"] == message
+
+
+@pytest.fixture
+def dcb_host(host, tmp_path, monkeypatch):
+    """The same netdev with no mlnx_qos: trust and PFC through the STAND-IN dcb at factory settings
+    (PFC off, an empty APP table); ens1f1np1 is a netdev whose driver has no DCB (a veth's answer)."""
+    (host["root"] / "ens1f1np1").mkdir()
+    (host["root"] / "ens1f1np1" / "mtu").write_text("9000\n")
+    state, log = tmp_path / "dcb.json", tmp_path / "dcb.log"
+    state.write_text(json.dumps({"ens1f0np0": {"pfc": [0] * 8, "app": {}}, "ens1f1np1": None}))
+    monkeypatch.setenv("DCB_STATE", str(state))
+    monkeypatch.setenv("DCB_LOG", str(log))
+    return {**host, "dcb_state": state, "dcb_log": log}
+
+
+def _dcb_args(host, tmp_path, **extra):
+    return _args(host, mlnx_qos=str(tmp_path / "absent"), dcb=str(DCB_STAND_IN), **extra)
+
+
+def _dcb_calls(host) -> list:
+    """Each call's object and command: ["pfc", "show"] (reads pass -N, numbers for DSCP names)."""
+    calls = [json.loads(line) for line in host["dcb_log"].read_text().splitlines()]
+    return [[word for word in call if word != "-N"][:2] for call in calls]
+
+
+def test_without_mlnx_qos_dcb_sets_trust_and_pfc_once_then_only_reads(run, dcb_host, tmp_path):
+    first = run("roce_qos", _dcb_args(dcb_host, tmp_path))
+    result = first.result["interfaces"]["ens1f0np0"]
+    assert first.result["via"] == str(DCB_STAND_IN) and result["via"] == str(DCB_STAND_IN)
+    assert result["status"] == "changed" and result["changes"][:2] == [
+        "dscp-prio 26:[] -> 26:[3] (DSCP trust)",
+        "pfc [0, 0, 0, 0, 0, 0, 0, 0] -> [0, 0, 0, 1, 0, 0, 0, 0]",
+    ]
+    assert json.loads(dcb_host["dcb_state"].read_text())["ens1f0np0"] == {
+        "pfc": [0, 0, 0, 1, 0, 0, 0, 0],
+        "app": {"26": [3]},
+    }
+    assert first.result["commands"]["ens1f0np0"][:2] == [
+        [str(DCB_STAND_IN), "app", "replace", "dev", "ens1f0np0", "dscp-prio", "26:3"],
+        [
+            str(DCB_STAND_IN),
+            "pfc",
+            "set",
+            "dev",
+            "ens1f0np0",
+            "prio-pfc",
+            *[f"{p}:{'on' if p == 3 else 'off'}" for p in range(8)],
+        ],
+    ]
+    writes = len(_dcb_calls(dcb_host))
+    second = run("roce_qos", _dcb_args(dcb_host, tmp_path))
+    assert not second.result["changed"] and second.result["interfaces"]["ens1f0np0"]["status"] == "unchanged"
+    # The second run only read: the PFC row and the APP table, no set.
+    assert _dcb_calls(dcb_host)[writes:] == [["pfc", "show"], ["app", "show"]]
+
+
+def test_dcb_changes_only_what_differs_and_check_mode_changes_nothing(run, dcb_host, tmp_path):
+    dcb_host["dcb_state"].write_text(json.dumps({"ens1f0np0": {"pfc": [0, 0, 0, 1, 0, 0, 0, 0], "app": {"26": [5]}}}))
+    checked = run("roce_qos", _dcb_args(dcb_host, tmp_path), check_mode=True)
+    assert checked.result["changed"]
+    assert checked.result["interfaces"]["ens1f0np0"]["changes"][0] == "dscp-prio 26:[5] -> 26:[3] (DSCP trust)"
+    assert _dcb_calls(dcb_host) == [["pfc", "show"], ["app", "show"]]
+    done = run("roce_qos", _dcb_args(dcb_host, tmp_path))
+    assert done.result["interfaces"]["ens1f0np0"]["changes"][0].startswith("dscp-prio")
+    # PFC was right already: only the APP entry is replaced.
+    assert [call for call in _dcb_calls(dcb_host) if call[1] != "show"] == [["app", "replace"]]
+
+
+def test_a_netdev_without_dcb_support_is_skipped_no_hardware_not_passed(run, dcb_host, tmp_path):
+    done = run("roce_qos", _dcb_args(dcb_host, tmp_path, interfaces=[{**WANT, "netdev": "ens1f1np1"}]))
+    result = done.result["interfaces"]["ens1f1np1"]
+    assert not done.failed and not done.result["changed"]
+    assert result["status"] == "skipped"
+    assert result["unset"][0] == (
+        f"trust and PFC: skipped: no hardware: ens1f1np1 has no DCB support ({DCB_STAND_IN} -N pfc show dev "
+        "ens1f1np1 prio-pfc: Attribute read: Operation not supported)"
+    )
+
+
+def test_a_dcb_failure_other_than_no_support_fails_with_its_message(run, dcb_host, tmp_path):
+    dcb_host["dcb_state"].write_text(json.dumps({}))  # the stand-in answers "No such device"
+    done = run("roce_qos", _dcb_args(dcb_host, tmp_path))
+    assert done.failed and done.result["msg"].endswith("pfc show dev ens1f0np0 prio-pfc exited 1")
+    assert done.result["stderr"].strip() == "Attribute read: No such device"
