@@ -81,6 +81,28 @@ def clusterforge(*args: str, check: bool = True, env: dict | None = None):
     return done
 
 
+def run_replayed(tmp_path: Path, playbook: str, inventory: Path, run_id: str, *extra_vars: str):
+    """`clusterforge run PLAYBOOK` judging recorded outputs, whatever it exits with: each host's
+    outputs from tmp_path/replay/<host>, the reports in tmp_path/reports/<run_id>, the state
+    directory tmp_path/state (never the user's); extra_vars: more NAME=value for -e."""
+    extra = [arg for value in extra_vars for arg in ("-e", value)]
+    return clusterforge(
+        "run",
+        playbook,
+        "-i",
+        str(inventory),
+        "-e",
+        f"clusterforge_validation_replay_dir={tmp_path / 'replay'}/{{{{ inventory_hostname }}}}",
+        "-e",
+        f"clusterforge_report_dir={tmp_path / 'reports'}",
+        "-e",
+        f"clusterforge_validation_run_id={run_id}",
+        *extra,
+        env={"CLUSTERFORGE_STATE_DIR": str(tmp_path / "state")},
+        check=False,
+    )
+
+
 def run_playbook(env: dict, *args: str) -> subprocess.CompletedProcess:
     """`clusterforge run ARGS` in a process of its own, with exactly `env`, whatever it exits with."""
     return subprocess.run(

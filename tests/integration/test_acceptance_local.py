@@ -14,7 +14,7 @@ import shutil
 
 import yaml
 
-from tests.integration.conftest import clusterforge, local_inventory, local_playbook
+from tests.integration.conftest import local_inventory, local_playbook, run_replayed
 from tests.integration.test_validate_local import GOOD, topology
 from tests.paths import PROJECT
 from tests.unit.plugins.module_utils.samples import fixture
@@ -38,22 +38,7 @@ def test_acceptance_names_the_step_that_failed_on_each_node(tmp_path):
         shutil.copy(GOOD, node / "all_reduce_perf.2node.txt")  # the run across the leaf, from its first node
     (replay / "head01").mkdir()
     reports = tmp_path / "reports"
-    done = clusterforge(
-        "run",
-        "acceptance",
-        "-i",
-        str(inventory),
-        "-e",
-        f"clusterforge_validation_replay_dir={replay}/{{{{ inventory_hostname }}}}",
-        "-e",
-        f"clusterforge_report_dir={reports}",
-        "-e",
-        "clusterforge_validation_run_id=burnin",
-        "-e",
-        "clusterforge_acceptance_dcgm_level=4",
-        env={"CLUSTERFORGE_STATE_DIR": str(tmp_path / "state")},
-        check=False,
-    )
+    done = run_replayed(tmp_path, "acceptance", inventory, "burnin", "clusterforge_acceptance_dcgm_level=4")
     output = done.stdout + done.stderr
     assert done.returncode == 2, output[-4000:]
     assert "hosts: 5  failed: 2  unreachable: 0" in done.stdout, output[-4000:]

@@ -12,7 +12,7 @@ import json
 import shutil
 
 from clusterforge.cli import check as check_cli
-from tests.integration.conftest import clusterforge, local_inventory
+from tests.integration.conftest import local_inventory, run_replayed
 from tests.paths import PROJECT
 from tests.unit.plugins.module_utils.samples import fixture
 
@@ -39,21 +39,12 @@ def test_the_tray_whose_cluster_uuid_differs_fails_its_domain(tmp_path):
         if host in RECORDINGS:
             shutil.copy(RECORDINGS[host], replay / host / "nvidia-smi-fabric.txt")
     reports = tmp_path / "reports"
-    done = clusterforge(
-        "run",
+    done = run_replayed(
+        tmp_path,
         str(PROJECT / "playbooks" / "validate.yml"),
-        "-i",
-        str(inventory),
-        "-e",
-        f"clusterforge_validation_replay_dir={replay}/{{{{ inventory_hostname }}}}",
-        "-e",
-        f"clusterforge_report_dir={reports}",
-        "-e",
-        "clusterforge_validation_run_id=fabric",
-        "-e",
+        inventory,
+        "fabric",
         f"clusterforge_validation_textfile_dir={tmp_path}/no-textfile-dir",
-        env={"CLUSTERFORGE_STATE_DIR": str(tmp_path / "state")},
-        check=False,
     )
     log = done.stdout[-4000:] + done.stderr[-2000:]
     assert done.returncode == 2, log

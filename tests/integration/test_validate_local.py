@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 import yaml
 
 from clusterforge.cli import check as check_cli
-from tests.integration.conftest import clusterforge
+from tests.integration.conftest import clusterforge, run_replayed
 from tests.paths import PROJECT
 from tests.unit.plugins.module_utils.samples import fixture
 
@@ -85,21 +85,12 @@ def test_pairs_span_leaves_and_bisection_names_the_culprit(tmp_path):
     textfiles = tmp_path / "textfile"
     for host in ("gpu01", "gpu02", "gpu03", "gpu04"):
         (textfiles / host).mkdir(parents=True)
-    done = clusterforge(
-        "run",
+    done = run_replayed(
+        tmp_path,
         str(PROJECT / "playbooks" / "validate.yml"),
-        "-i",
-        str(inventory),
-        "-e",
-        f"clusterforge_validation_replay_dir={replay}/{{{{ inventory_hostname }}}}",
-        "-e",
-        f"clusterforge_report_dir={reports}",
-        "-e",
-        "clusterforge_validation_run_id=pairs",
-        "-e",
+        inventory,
+        "pairs",
         f"clusterforge_validation_textfile_dir={textfiles}/{{{{ inventory_hostname }}}}",
-        env={"CLUSTERFORGE_STATE_DIR": str(tmp_path / "state")},
-        check=False,
     )
     assert done.returncode == 2, done.stdout[-4000:] + done.stderr[-2000:]
     assert "hosts: 5  failed: 1  unreachable: 0" in done.stdout  # gpu03 only
@@ -208,20 +199,7 @@ def test_a_host_that_cannot_be_reached_is_recorded_and_reported_unreachable(tmp_
     )
     (tmp_path / "replay" / "node01").mkdir(parents=True)
     reports = tmp_path / "reports"
-    done = clusterforge(
-        "run",
-        str(PROJECT / "playbooks" / "validate.yml"),
-        "-i",
-        str(inventory),
-        "-e",
-        f"clusterforge_validation_replay_dir={tmp_path}/replay/{{{{ inventory_hostname }}}}",
-        "-e",
-        f"clusterforge_report_dir={reports}",
-        "-e",
-        "clusterforge_validation_run_id=lost",
-        env={"CLUSTERFORGE_STATE_DIR": str(tmp_path / "state")},
-        check=False,
-    )
+    done = run_replayed(tmp_path, str(PROJECT / "playbooks" / "validate.yml"), inventory, "lost")
     assert "hosts: 2  failed: 0  unreachable: 1" in done.stdout, done.stdout[-4000:] + done.stderr[-2000:]
     ghost = json.loads((reports / "lost" / "ghost.json").read_text())
     assert "port 1: Connection refused" in ghost["unreachable"]

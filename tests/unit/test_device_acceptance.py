@@ -9,6 +9,8 @@ import os
 import socket
 import subprocess
 
+import pytest
+
 from tests.paths import FIXTURES, PROJECT
 
 SCRIPT = PROJECT / "tools" / "device-acceptance.sh"
@@ -25,6 +27,34 @@ def _run(tmp_path, *args, path=BASE_PATH, **env):
         timeout=120,
         env={"PATH": path, "HOME": str(tmp_path), "TMPDIR": str(tmp_path), **env},
     )
+
+
+QUERY = sorted((FIXTURES / "nvidia-smi_query").glob("*.txt"))[0]
+
+
+@pytest.fixture
+def fake_bin(tmp_path):
+    """A directory with a FAKE nvidia-smi (two GPUs, a real -q output from tests/fixtures); a test
+    adds the other fake tools it needs with _fake_tool."""
+    fake = tmp_path / "fake-bin"
+    fake.mkdir()
+    _fake_tool(
+        fake,
+        "nvidia-smi",
+        "#!/bin/sh\n# FAKE nvidia-smi for this test: two GPUs, a real -q output from tests/fixtures.\n"
+        'case "$*" in\n'
+        '  *--query-gpu=index*) printf "0\\n1\\n" ;;\n'
+        '  *--query-gpu=name,driver_version*) echo "NVIDIA H100 80GB HBM3, 550.163.01" ;;\n'
+        f'  "-q") cat "{QUERY}" ;;\n'
+        '  *) echo "fake nvidia-smi: $*" ;;\n'
+        "esac\n",
+    )
+    return fake
+
+
+def _fake_tool(fake, name: str, script: str) -> None:
+    (fake / name).write_text(script)
+    (fake / name).chmod(0o755)
 
 
 def test_the_dry_run_without_a_gpu_lists_every_step_and_writes_nothing(tmp_path):
@@ -59,22 +89,9 @@ def test_a_bad_argument_is_refused():
     assert "unknown argument --bogus (expected --dry-run or --out DIR)" in done.stderr
 
 
-def test_with_fake_tools_each_output_is_saved_with_its_source(tmp_path):
-    fake = tmp_path / "fake-bin"
-    fake.mkdir()
-    query = sorted((FIXTURES / "nvidia-smi_query").glob("*.txt"))[0]
-    (fake / "nvidia-smi").write_text(
-        "#!/bin/sh\n# FAKE nvidia-smi for this test: two GPUs, a real -q output from tests/fixtures.\n"
-        'case "$*" in\n'
-        '  *--query-gpu=index*) printf "0\\n1\\n" ;;\n'
-        '  *--query-gpu=name,driver_version*) echo "NVIDIA H100 80GB HBM3, 550.163.01" ;;\n'
-        f'  "-q") cat "{query}" ;;\n'
-        '  *) echo "fake nvidia-smi: $*" ;;\n'
-        "esac\n"
-    )
-    (fake / "all_reduce_perf").write_text('#!/bin/sh\necho "FAKE all_reduce_perf $*"\nexit 3\n')
-    for tool in fake.iterdir():
-        tool.chmod(0o755)
+def test_with_fake_tools_each_output_is_saved_with_its_source(tmp_path, fake_bin):
+    fake, query = fake_bin, QUERY
+    _fake_tool(fake, "all_reduce_perf", '#!/bin/sh\necho "FAKE all_reduce_perf $*"\nexit 3\n')
     out = tmp_path / "out"
     done = _run(tmp_path, "--out", str(out), path=f"{fake}:{BASE_PATH}", NVCC=str(tmp_path / "no-nvcc"))
     assert done.returncode == 0, done.stderr
@@ -93,16 +110,9 @@ def test_with_fake_tools_each_output_is_saved_with_its_source(tmp_path):
         assert any(line.startswith("skipped: cuda_probe: nvcc not found") for line in summary)
 
 
-def test_the_training_job_runs_uninterrupted_then_with_a_rank_torchrun_restarts(tmp_path):
-    fake = tmp_path / "fake-bin"
-    fake.mkdir()
-    (fake / "nvidia-smi").write_text(
-        "#!/bin/sh\n# FAKE nvidia-smi for this test: two GPUs.\n"
-        'case "$*" in\n  *--query-gpu=index*) printf "0\\n1\\n" ;;\n  *) echo "GPU" ;;\nesac\n'
-    )
-    (fake / "torchrun").write_text('#!/bin/sh\necho "FAKE torchrun $*"\n')
-    for tool in fake.iterdir():
-        tool.chmod(0o755)
+def test_the_training_job_runs_uninterrupted_then_with_a_rank_torchrun_restarts(tmp_path, fake_bin):
+    fake = fake_bin
+    _fake_tool(fake, "torchrun", '#!/bin/sh\necho "FAKE torchrun $*"\n')
     out = tmp_path / "out"
     done = _run(tmp_path, "--out", str(out), path=f"{fake}:{BASE_PATH}", NVCC=str(tmp_path / "no-nvcc"))
     assert done.returncode == 0, done.stderr
