@@ -4,9 +4,11 @@ Pure functions, stdlib only (runs on the nodes; plugins/modules/roce_qos.py appl
 interface's wanted settings are {netdev, priority, dscp, ecn, mtu} (the topology's fabric ``roce``
 block, clusterforge.topology.model.RoceQos):
 
-- trust and PFC through NVIDIA's ``mlnx_qos`` (MLNX_OFED/DOCA's mlnx-tools): ``--trust dscp`` and
-  ``--pfc`` with 1 on the one lossless priority only; its ``mlnx_qos -i <netdev>`` listing
-  ("Priority trust state: dscp", the PFC "enabled" row) is the current state. Upstream kernels
+- trust and PFC through NVIDIA's ``mlnx_qos`` (MLNX_OFED/DOCA's mlnx-tools): ``--trust dscp``,
+  ``--dscp2prio set,<dscp>,<priority>`` (the firmware's default map sends DSCP d to priority d // 8,
+  so DSCP 26 lands on 3 by luck and any other pairing needs the entry) and ``--pfc`` with 1 on the
+  one lossless priority only; its ``mlnx_qos -i <netdev>`` listing ("Priority trust state: dscp",
+  the "dscp2prio mapping:" rows, the PFC "enabled" row) is the current state. Upstream kernels
   have no sysfs file for either: without mlnx_qos, iproute2's ``dcb`` sets them through the
   kernel's DCB netlink interface (roce_dcb.py); without either they are left as they are, and said so;
 - ECN through MLNX_OFED's sysfs, ``/sys/class/net/<netdev>/ecn/roce_np/enable/<priority>`` (the
@@ -32,16 +34,29 @@ class MlnxQosParseError(ParseError):
 
 _TRUST = re.compile(r"^\s*Priority trust state:\s*(?P<trust>\S+)", re.MULTILINE)
 _PFC = re.compile(r"^\s*enabled\s+(?P<flags>(?:[01]\s+){7}[01])\s*$", re.MULTILINE)
+# "prio:3 dscp:31,30,29,28,27,26,25,24," under "dscp2prio mapping:" (a trailing comma on each row).
+_DSCP2PRIO = re.compile(r"^\s*prio:(?P<prio>[0-7])\s+dscp:(?P<dscps>[0-9,\s]*)$", re.MULTILINE)
 
 
 def parse_mlnx_qos(text: str, source: str = "mlnx_qos") -> dict:
-    """{"trust": "dscp" | "pcp" | None, "pfc": [8 flags]} of ``mlnx_qos -i <netdev>``'s listing."""
+    """{"trust": "dscp" | "pcp" | None, "pfc": [8 flags], "dscp2prio": {dscp: priority}} of
+    ``mlnx_qos -i <netdev>``'s listing; dscp2prio is empty where the listing has no map (older
+    mlnx_qos, or trust pcp on some releases): then the entry is set, not compared."""
     text = text.replace("\r", "")
     pfc = _PFC.search(text)
     if pfc is None:
         raise MlnxQosParseError("no PFC 'enabled' row of 8 flags (PFC configuration:)", source=source)
     trust = _TRUST.search(text)
-    return {"trust": trust["trust"] if trust else None, "pfc": [int(flag) for flag in pfc["flags"].split()]}
+    dscp2prio = {
+        int(dscp): int(row["prio"])
+        for row in _DSCP2PRIO.finditer(text)
+        for dscp in row["dscps"].replace(",", " ").split()
+    }
+    return {
+        "trust": trust["trust"] if trust else None,
+        "pfc": [int(flag) for flag in pfc["flags"].split()],
+        "dscp2prio": dscp2prio,
+    }
 
 
 def pfc_flags(priority: int) -> list:
@@ -60,7 +75,8 @@ def sysfs_writes(root: str, interface: dict) -> dict:
 
 def mlnx_qos_argv(program: str, interface: dict) -> list:
     flags = ",".join(str(flag) for flag in pfc_flags(interface["priority"]))
-    return [program, "-i", interface["netdev"], "--trust", "dscp", "--pfc", flags]
+    mapping = f"set,{interface['dscp']},{interface['priority']}"
+    return [program, "-i", interface["netdev"], "--trust", "dscp", "--dscp2prio", mapping, "--pfc", flags]
 
 
 def commands(interface: dict, program: str | None, root: str, dcb: str | None = None) -> list:
@@ -72,13 +88,17 @@ def commands(interface: dict, program: str | None, root: str, dcb: str | None = 
 
 
 def qos_changes(current: dict | None, interface: dict) -> list:
-    """What mlnx_qos must change ("trust pcp -> dscp", "pfc ... -> ..."); current None: unknown, all."""
-    want_pfc = pfc_flags(interface["priority"])
+    """What mlnx_qos must change ("trust pcp -> dscp", "dscp2prio 26: 3 -> 4", "pfc ... -> ...");
+    current None: unknown, all."""
+    want_pfc, dscp, priority = pfc_flags(interface["priority"]), interface["dscp"], interface["priority"]
     if current is None:
-        return ["trust -> dscp", f"pfc -> {want_pfc}"]
+        return ["trust -> dscp", f"dscp2prio {dscp} -> {priority}", f"pfc -> {want_pfc}"]
     found = []
     if current["trust"] != "dscp":
         found.append(f"trust {current['trust']} -> dscp")
+    have = current.get("dscp2prio", {}).get(dscp)
+    if have != priority:
+        found.append(f"dscp2prio {dscp}: {'unmapped' if have is None else have} -> {priority}")
     if current["pfc"] != want_pfc:
         found.append(f"pfc {current['pfc']} -> {want_pfc}")
     return found

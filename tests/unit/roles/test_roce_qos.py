@@ -43,13 +43,15 @@ def test_the_boot_script_applies_the_full_set_and_passes_over_what_is_absent(tmp
     env = {"PATH": "/usr/bin:/bin", "MLNX_QOS_STATE": str(state), "MLNX_QOS_LOG": str(log)}
     done = subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
-    assert json.loads(state.read_text()) == {"ens1f0np0": {"trust": "dscp", "pfc": [0, 0, 0, 1, 0, 0, 0, 0]}}
+    assert json.loads(state.read_text()) == {
+        "ens1f0np0": {"trust": "dscp", "pfc": [0, 0, 0, 1, 0, 0, 0, 0], "dscp2prio": {"26": 3}}
+    }
     assert (root / "ens1f0np0" / "mtu").read_text().strip() == "9000"
     assert (root / "ens1f0np0" / "ecn" / "roce_np" / "enable" / "3").read_text().strip() == "1"
     assert not (root / "ens1f0np0" / "ecn" / "roce_rp").exists()  # absent on this driver: passed over
     assert not (root / "ens9").exists()
     assert [json.loads(line) for line in log.read_text().splitlines()] == [
-        ["-i", "ens1f0np0", "--trust", "dscp", "--pfc", "0,0,0,1,0,0,0,0"]
+        ["-i", "ens1f0np0", "--trust", "dscp", "--dscp2prio", "set,26,3", "--pfc", "0,0,0,1,0,0,0,0"]
     ]
 
 

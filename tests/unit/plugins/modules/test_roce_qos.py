@@ -22,14 +22,28 @@ WANT = {"netdev": "ens1f0np0", "priority": 3, "dscp": 26, "ecn": True, "mtu": 90
 
 
 def test_the_parser_reads_a_real_listing():
-    assert parse_mlnx_qos(REAL) == {"trust": "dscp", "pfc": [1, 0, 1, 0, 0, 0, 1, 1]}
+    parsed = parse_mlnx_qos(REAL)
+    assert (parsed["trust"], parsed["pfc"]) == ("dscp", [1, 0, 1, 0, 0, 0, 1, 1])
+    # The listing's dscp2prio rows: the firmware's default map, all 64 DSCPs, d on priority d // 8.
+    assert len(parsed["dscp2prio"]) == 64 and (parsed["dscp2prio"][26], parsed["dscp2prio"][46]) == (3, 5)
+    assert parse_mlnx_qos(REAL.split("dscp2prio mapping:")[0] + "PFC" + REAL.split("PFC", 1)[1])["dscp2prio"] == {}
     with pytest.raises(MlnxQosParseError, match="no PFC 'enabled' row"):
         parse_mlnx_qos(REAL.replace("enabled 1 0 1 0 0 0 1 1", ""))
 
 
 def test_the_full_command_set_is_what_a_boot_script_runs():
     assert commands(WANT, "/usr/sbin/mlnx_qos", "/sys/class/net") == [
-        ["/usr/sbin/mlnx_qos", "-i", "ens1f0np0", "--trust", "dscp", "--pfc", "0,0,0,1,0,0,0,0"],
+        [
+            "/usr/sbin/mlnx_qos",
+            "-i",
+            "ens1f0np0",
+            "--trust",
+            "dscp",
+            "--dscp2prio",
+            "set,26,3",
+            "--pfc",
+            "0,0,0,1,0,0,0,0",
+        ],
         ["write", "/sys/class/net/ens1f0np0/mtu", "9000"],
         ["write", "/sys/class/net/ens1f0np0/ecn/roce_np/enable/3", "1"],
         ["write", "/sys/class/net/ens1f0np0/ecn/roce_rp/enable/3", "1"],
@@ -74,7 +88,9 @@ def test_factory_settings_are_changed_once_and_a_second_run_changes_nothing(run,
     assert first.result["interfaces"]["ens1f0np0"]["changes"][:2] == [
         "trust pcp -> dscp", "pfc [0, 0, 0, 0, 0, 0, 0, 0] -> [0, 0, 0, 1, 0, 0, 0, 0]",
     ]  # fmt: skip
-    assert json.loads(host["state"].read_text()) == {"ens1f0np0": {"trust": "dscp", "pfc": [0, 0, 0, 1, 0, 0, 0, 0]}}
+    assert json.loads(host["state"].read_text()) == {
+        "ens1f0np0": {"trust": "dscp", "pfc": [0, 0, 0, 1, 0, 0, 0, 0], "dscp2prio": {"26": 3}}
+    }
     assert (host["root"] / "ens1f0np0" / "mtu").read_text() == "9000"
     assert (host["root"] / "ens1f0np0" / "ecn" / "roce_rp" / "enable" / "3").read_text() == "1"
     second = run("roce_qos", _args(host))
@@ -82,6 +98,22 @@ def test_factory_settings_are_changed_once_and_a_second_run_changes_nothing(run,
     # The second run only read the listing: one -i call, no set.
     calls = [json.loads(line) for line in host["log"].read_text().splitlines()]
     assert calls[-1] == ["-i", "ens1f0np0"] and len(calls) == 3
+
+
+def test_a_dscp_off_the_default_map_gets_its_entry_once(run, host):
+    # DSCP 26 on priority 4: the default map puts 26 on 3, so trust and PFC alone would leave the
+    # RoCE traffic on a priority without PFC.
+    state = {"ens1f0np0": {"trust": "dscp", "pfc": [0, 0, 0, 0, 1, 0, 0, 0]}}
+    host["state"].write_text(json.dumps(state))
+    want = {**WANT, "priority": 4}
+    (host["root"] / "ens1f0np0" / "ecn" / "roce_np" / "enable" / "4").write_text("1\n")
+    (host["root"] / "ens1f0np0" / "ecn" / "roce_rp" / "enable" / "4").write_text("1\n")
+    (host["root"] / "ens1f0np0" / "mtu").write_text("9000\n")
+    first = run("roce_qos", _args(host, interfaces=[want]))
+    assert first.result["interfaces"]["ens1f0np0"]["changes"] == ["dscp2prio 26: 3 -> 4"]
+    assert json.loads(host["state"].read_text())["ens1f0np0"]["dscp2prio"] == {"26": 4}
+    second = run("roce_qos", _args(host, interfaces=[want]))
+    assert second.result["interfaces"]["ens1f0np0"]["status"] == "unchanged"
 
 
 def test_check_mode_reports_and_changes_nothing(run, host):
