@@ -73,6 +73,29 @@ def _newest_run_messages(lab_state: Path) -> str:
     return "\n".join(str(e.get("event_data", {}).get("res", {}).get("msg", "")) for e in events)
 
 
+def _newest_run_checks(lab_state: Path) -> list[tuple[str, str, str, str]]:
+    """Every judged check of the newest run (host, check, status, message), from the results its
+    node modules returned (loops included), in its ansible-runner job events."""
+    newest = max((lab_state / "runs").iterdir(), key=lambda path: path.stat().st_mtime)
+    found = []
+
+    def walk(host: str, value) -> None:
+        if isinstance(value, dict):
+            if {"check", "status", "message"} <= set(value):
+                found.append((host, value["check"], value["status"], value["message"]))
+            for item in value.values():
+                walk(host, item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(host, item)
+
+    for path in newest.glob("artifacts/*/job_events/*.json"):
+        event = json.loads(path.read_text())
+        if event.get("event") == "runner_on_ok":
+            walk(event["event_data"].get("host", ""), event["event_data"].get("res", {}))
+    return found
+
+
 def _prometheus_query(head, query: str) -> list[dict]:
     """The result of an instant query, asked of Prometheus's HTTP API on the head node."""
     script = (
@@ -126,6 +149,22 @@ def test_site_converges_then_is_idempotent(lab, lab_state, docker_client, tmp_pa
     # The fabric stage on the model's InfiniBand fabric: what each role did and why it skipped the rest.
     for said in FABRIC_SKIPS:
         assert said in messages, said
+    # The validate stage's InfiniBand checks against the model's port (mlx5_0 at 100 Gb/s): each ran on
+    # every node and said "skipped: no hardware", none passed or failed; the cabling check likewise
+    # on head01, the first host on the fabric. No GPU: no GPUDirect run.
+    checks = _newest_run_checks(lab_state)
+    fabric_checks = {
+        (host, check): (status, message)
+        for host, check, status, message in checks
+        if check.startswith(("ib.", "cabling."))
+    }
+    assert fabric_checks == {
+        **{(host, "ib.present"): ("skipped", "skipped: no hardware") for host in ("head01", "node01", "node02")},
+        **{
+            (host, "ib.write_bw.mlx5_0"): ("skipped", "skipped: no hardware") for host in ("head01", "node01", "node02")
+        },
+        ("head01", "cabling.links"): ("skipped", "skipped: no hardware"),
+    }, fabric_checks
 
     second = clusterforge("run", "-i", str(lab["inventory"]), *receivers, env=lab["env"], check=False)
     assert second.returncode == 0, second.stdout[-4000:]
@@ -169,6 +208,17 @@ def test_site_converges_then_is_idempotent(lab, lab_state, docker_client, tmp_pa
             for node in ("node01", "node02")
         },
     }
+    # The model's port is expected (the node exporter's clusterforge_expected_ib_rate_gbps) and no node
+    # shows it: InfinibandPortDown's condition holds on every node, as it should for a missing port.
+    missing = _wait_for_series(
+        head,
+        'clusterforge_expected_ib_rate_gbps{link_layer="infiniband"} unless on (node, device) node_infiniband_state_id',
+        3,
+    )
+    assert sorted((series["metric"]["node"], series["metric"]["device"]) for series in missing) == [
+        (node, "mlx5_0") for node in ("head01", "node01", "node02")
+    ]
+
     # The validation's verdicts, written to each node's textfile directory, reach Prometheus: the lab
     # nodes have no GPU and no HCA device (the model's port is absent), so their checks are skipped
     # ("skipped: no hardware") and no host failed.
