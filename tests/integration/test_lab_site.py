@@ -280,7 +280,9 @@ def _assert_fabric_stage_state(docker_client) -> None:
         index = name[-2:]
         rc, network = _output(node, "cat", "/etc/systemd/network/60-clusterforge-ipoib-ib0.network")
         assert rc == 0 and "Name=ib0" in network and f"Address=172.31.251.{int(index) + 9}/24" in network, network
-        # networkd runs for ib0 only: eth0, which carries the SSH connection, stays unmanaged.
+        # networkd runs for ib0 only: eth0, which carries the SSH connection, stays unmanaged, and
+        # networkd's wait-online (enabled with it) is left off: it would fail waiting for ib0.
+        assert _output(node, "systemctl", "is-enabled", "systemd-networkd-wait-online.service")[1].strip() == "disabled"
         assert _output(node, "networkctl", "list", "eth0", "--no-legend")[1].split()[4:5] == ["unmanaged"]
     config = _output(head, "cat", "/etc/opensm/opensm.conf")[1]
     assert {"sm_priority 15", "routing_engine ftree"} <= set(config.splitlines()), config
