@@ -255,6 +255,8 @@ FABRIC_SKIPS = (
     "skipped: nvidia-peermem: not a GPU node (not in the gpu group)",
     "skipped: roce_qos: no netdev on a RoCE fabric in the topology for node01",
 )
+# Each node's IPoIB address on the model's one rail: the subnet's offset (10) plus its place in the topology.
+IPOIB_HOSTS = {"head01": 10, "node01": 11, "node02": 12}
 RDMA_PACKAGES = ("rdma-core", "ibverbs-utils", "infiniband-diags", "perftest")
 
 
@@ -277,9 +279,8 @@ def _assert_fabric_stage_state(docker_client) -> None:
         assert re.fullmatch(r"Version: \d+\.\d+", _output(node, "ib_write_bw", "--version")[1].strip())
         rc, listed = _output(node, "ibstat", "-l")
         assert rc == 0 and "mlx5" not in listed, listed
-        index = name[-2:]
         rc, network = _output(node, "cat", "/etc/systemd/network/60-clusterforge-ipoib-ib0.network")
-        assert rc == 0 and "Name=ib0" in network and f"Address=172.31.251.{int(index) + 9}/24" in network, network
+        assert rc == 0 and "Name=ib0" in network and f"Address=172.31.251.{IPOIB_HOSTS[name]}/24" in network, network
         # networkd runs for ib0 only: eth0, which carries the SSH connection, stays unmanaged, and
         # networkd's wait-online (enabled with it) is left off: it would fail waiting for ib0.
         assert _output(node, "systemctl", "is-enabled", "systemd-networkd-wait-online.service")[1].strip() == "disabled"
