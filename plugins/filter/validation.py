@@ -175,6 +175,7 @@ RECORD_KEYS = (
     "job",  # training_check: the acceptance job's record (ranks, hosts, the killed rank, the reference loss)
     "busbw_floor_gbps",  # training_check: the all-reduce floor the job was held to (from the NCCL runs)
     "nics",  # gpudirect_check: {RDMA device: PCI address}, which places its PCI pairs on the rails
+    "use_cuda",  # ib_bandwidth_check: the GPU whose memory a GPUDirect run used (null: host memory)
 )
 
 

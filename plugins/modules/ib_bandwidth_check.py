@@ -18,9 +18,12 @@ description:
   - "No RDMA device is C(skipped: no hardware), no perftest C(skipped: ib_write_bw not found), an
     absent O(device) C(skipped: mlx5_3 not present) (ib_check judges presence). The module fails
     the host only when a check is C(fail)."
-  - "Replay mode: with O(replay_dir) (file C(ib_write_bw.<device>.txt), else C(ib_write_bw.txt))
-    or O(replay) (key C(ib_write_bw)) a recorded client output is judged; without one the node has
-    no hardware."
+  - "A GPUDirect run (O(use_cuda)) is a check of its own, C(ib.write_bw_gpu.<device>) (read/send
+    likewise), so a rail's host-memory and GPU-memory runs stand side by side in a report."
+  - "Replay mode: with O(replay_dir) (file C(ib_write_bw.<device>.txt), else C(ib_write_bw.txt); with
+    O(use_cuda) C(ib_write_bw_gpu.<device>.txt), else C(ib_write_bw_gpu.txt)) or O(replay) (key
+    C(ib_write_bw), with O(use_cuda) C(ib_write_bw_gpu)) a recorded client output is judged; without
+    one the node has no hardware."
 extends_documentation_fragment:
   - node_check
 options:
@@ -65,7 +68,8 @@ options:
       - "GPUDirect RDMA: the CUDA device whose memory holds the buffers (C(--use_cuda=N)); on both
         ends for a two-host run. The rail's own GPU is the one its HCA serves (the topology's
         C(hca_gpus))."
-      - Set, the judge expects GPU memory unless O(memory) says otherwise.
+      - Set, the judge expects GPU memory unless O(memory) says otherwise, and the checks are
+        named C(ib.<test>_bw_gpu.<device>).
     type: int
   use_cuda_dmabuf:
     description: >-
@@ -122,8 +126,9 @@ status:
   type: str
 checks:
   description: >-
-    C(ib.write_bw.<device>) and C(ib.write_bw_warnings.<device>) (read/send likewise), each with
-    check, status, measured, expected, message.
+    C(ib.write_bw.<device>) and C(ib.write_bw_warnings.<device>) (read/send likewise; with
+    O(use_cuda) C(ib.write_bw_gpu.<device>), C(ib.write_bw_gpu_memory.<device>) and
+    C(ib.write_bw_gpu_warnings.<device>)), each with check, status, measured, expected, message.
   returned: always
   type: list
   elements: dict
@@ -150,6 +155,10 @@ source:
   description: C(live) or C(replay).
   returned: always
   type: str
+use_cuda:
+  description: The CUDA device whose memory held the buffers (O(use_cuda)); null for a host-memory run.
+  returned: always
+  type: int
 """
 
 import os
@@ -236,12 +245,21 @@ def run_checks(module) -> tuple:
         module.fail_json(msg="use_cuda_dmabuf needs use_cuda: the CUDA device whose memory holds the buffers")
     device = params["device"]
     binary = f"ib_{params['test']}_bw"
-    files = {binary: (f"{binary}.{device}.txt", f"{binary}.txt")}
+    # A GPUDirect run is its own check and recording, beside the same rail's host-memory run.
+    suffix = "_gpu" if params["use_cuda"] is not None else ""
+    key = binary + suffix
+    files = {key: (f"{key}.{device}.txt", f"{key}.txt")}
     tools = Tools(module, files, params["replay_dir"], params["replay"])
-    extra = {"source": "replay" if tools.replaying else "live", "notes": tools.notes, "device": device}
-    check = f"ib.{params['test']}_bw.{device}"
+    extra = {
+        "source": "replay" if tools.replaying else "live",
+        "notes": tools.notes,
+        "device": device,
+        "use_cuda": params["use_cuda"],
+    }
+    name = f"ib.{params['test']}_bw{suffix}"
+    check = f"{name}.{device}"
     if tools.replaying:
-        outcome = tools.run(binary, [binary])
+        outcome = tools.run(key, [binary])
         if outcome is None:
             return [skipped(check, NO_HARDWARE, params["rate_gbps"])], extra
         rc, stdout, stderr = outcome.rc, outcome.stdout, outcome.stderr
@@ -277,7 +295,7 @@ def run_checks(module) -> tuple:
         return [exited or result(check, FAIL, None, f"{binary} result table", str(exc))], extra
     if exited:
         return [exited], extra
-    results = judge_perftest(runs, expectation(params), check=f"ib.{params['test']}_bw")
+    results = judge_perftest(runs, expectation(params), check=name)
     extra["bandwidth_gbps"] = round(best_bandwidth(runs), 2)
     return _renamed(results, device), extra
 

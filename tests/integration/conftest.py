@@ -15,8 +15,9 @@ from clusterforge.errors import ClusterforgeError
 from clusterforge.lab import engine
 
 CLUSTERFORGE = [sys.executable, "-m", "clusterforge.cli"]
-# Its own name, so the suite never touches a lab the user has up.
-TEST_LAB = "cftest"
+# Its own name, so the suite never touches a lab the user has up; CLUSTERFORGE_TEST_LAB names another
+# (a lab of the same name left up by another checkout is refused by `lab up`).
+TEST_LAB = os.environ.get("CLUSTERFORGE_TEST_LAB", "cftest")
 
 
 def local_inventory(tmp: Path, hosts: dict[str, str]) -> Path:

@@ -13,8 +13,10 @@ come from the records the node's modules wrote, read with the judges' own per-it
   counts on every rail not otherwise placed, named in the cell;
 - ``peermem``: gpudirect.peermem with gpudirect.peermem_log, and ``iommu``: gpudirect.iommu, node-wide
   settings that affect every rail of the node;
-- ``gpu_bandwidth``: ib_bandwidth_check's ib.<test>_bw.<device> with its _memory check: the
-  rail's RDMA bandwidth from GPU memory; a run from host memory is no GPUDirect measurement.
+- ``gpu_bandwidth``: ib_bandwidth_check's GPUDirect run, ib.<test>_bw_gpu.<device> with its
+  _memory check (validate.yml runs it per rail with the rail's GPU), else an ib.<test>_bw.<device>
+  run whose _memory check expected GPU memory: the rail's RDMA bandwidth from GPU memory; a run
+  from host memory is no GPUDirect measurement.
 
 Without a topology the rails are the pairs and devices the records name. Every cell keeps the
 origin of the check it came from, so a replayed verdict stays labelled replayed.
@@ -38,7 +40,7 @@ COLUMNS = {
     "iommu": "IOMMU",
     "gpu_bandwidth": "GPU-memory bandwidth",
 }
-_BANDWIDTH = re.compile(r"^ib\.(?P<test>[a-z]+_bw)(?P<memory>_memory)?\.(?P<device>.+)$")
+_BANDWIDTH = re.compile(r"^ib\.(?P<test>[a-z]+_bw)(?P<gpu>_gpu)?(?P<memory>_memory)?\.(?P<device>.+)$")
 
 
 @dataclass
@@ -208,13 +210,13 @@ def _nic_pcie(checks: list, rows: list[Rail], nics: dict[str, str]) -> None:
 def _gpu_bandwidth(checks: list, hca: str | None) -> Cell:
     if hca is None:
         return Cell(verdicts.SKIPPED, "no RDMA device name for this NIC")
-    bandwidth = memory = None
+    found = {}  # (a GPUDirect run's check, a _memory check) -> the latest such check
     for check in checks:
         if (match := _BANDWIDTH.match(check.check)) and match["device"] == hca:
-            if match["memory"]:
-                memory = check
-            else:
-                bandwidth = check
+            found[(bool(match["gpu"]), bool(match["memory"]))] = check
+    # The GPUDirect run (use_cuda) when the rail had one, else the run without it.
+    gpu_run = (True, False) in found
+    bandwidth, memory = found.get((gpu_run, False)), found.get((gpu_run, True))
     if bandwidth is None:
         return Cell(verdicts.SKIPPED, "not measured")
     if memory is None or memory.expected != "gpu":

@@ -95,11 +95,11 @@ def test_the_lab_targets_are_its_container_names():
     assert found == [
         {
             "targets": ["clusterforge-lab-head01:9100"],
-            "labels": {"node": "head01", "role": "head", "node_type": "lab_node"},
+            "labels": {"node": "head01", "role": "head", "node_type": "lab_node", "leaf": "ib_svc_leaf1"},
         },
         {
             "targets": ["clusterforge-lab-node01:9100"],
-            "labels": {"node": "node01", "role": "compute", "node_type": "lab_node"},
+            "labels": {"node": "node01", "role": "compute", "node_type": "lab_node", "leaf": "ib_svc_leaf1"},
         },
     ]
 

@@ -60,21 +60,21 @@ def test_pcie_roce_servers():
     )
 
 
-def test_the_lab_has_no_gpu_fabric_and_expects_nothing():
+def test_the_lab_expects_its_model_port_and_no_gpu():
     plan = load(LAB, links=False)
-    # No compute fabric and no GPU node: no fabric carries GPU traffic.
-    assert plan.gpu_fabric is None
-    assert plan.expectations("lab_node") == NodeExpectations()
+    # The model's InfiniBand compute fabric is the lab's compute fabric, with IPoIB on its one rail;
+    # no GPU, so no HCA-GPU pairing (no GPUDirect run, no NCCL settings).
+    assert (plan.gpu_fabric, plan.ipoib_fabric, plan.infiniband_fabric) == ("ib", "ib", "ib")
     assert plan.expectations("lab_node").inventory_vars() == {
         "clusterforge_expected_gpus": 0,
         "clusterforge_expected_gpu_model": None,
         "clusterforge_expected_nvlink_generation": None,
         "clusterforge_expected_nvswitch": False,
-        "clusterforge_expected_hca_rates": {},
-        "clusterforge_expected_link_layers": {},
-        "clusterforge_expected_rail_hcas": [],
-        "clusterforge_expected_rails": None,
-        "clusterforge_expected_nic_rate_gbps": None,
+        "clusterforge_expected_hca_rates": {"mlx5_0": 100},
+        "clusterforge_expected_link_layers": {"mlx5_0": "infiniband"},
+        "clusterforge_expected_rail_hcas": ["mlx5_0"],
+        "clusterforge_expected_rails": 1,
+        "clusterforge_expected_nic_rate_gbps": 100,
         "clusterforge_expected_hca_gpus": {},
     }
 

@@ -148,7 +148,8 @@ CAPABILITIES = {
     "pcie-roce-small": {"gpu": ["type_l40s_server"], "roce": ["type_l40s_server"]},
     # Slingshot NICs (cxi) on an Ethernet compute fabric: the schema marks them RDMA over Ethernet.
     "dragonfly-1k": {"gpu": ["type_a100_node"], "roce": ["type_a100_node"]},
-    "lab": {},
+    # The lab's one InfiniBand port is the model's (no device in the containers): the fabric stage runs there.
+    "lab": {"infiniband": ["type_lab_node"]},
 }
 
 

@@ -171,3 +171,30 @@ def test_a_replayed_record_is_placed_by_the_topology_pci_addresses():
     assert (
         second["pair"] == f"mlx5_1 - GPU1 ({NIC} - {GPU_A}, {GPU_B})" and second["origin"] == report.verdicts.REPLAYED
     )
+
+
+def gpu_run(name: str, device: str, expected: dict) -> list[dict]:
+    """ib_bandwidth_check's checks of a GPUDirect run (use_cuda): ib.<test>_bw_gpu[...].<device>."""
+    return [
+        {**c, "check": c["check"].replace("ib.write_bw", "ib.write_bw_gpu", 1) + f".{device}"}
+        for c in judged("ib_write_bw", name, expected)
+    ]
+
+
+def test_a_rail_s_gpudirect_run_is_its_gpu_bandwidth_beside_its_host_memory_run():
+    """validate.yml runs each rail twice: from host memory (ib.write_bw.<hca>), then from its GPU's
+    memory (ib.write_bw_gpu.<hca>). The cell is the GPU run's, whatever order the records come in: the
+    A40 run's 181 Gb/s on a 400 Gb/s rail fails though the host-memory run reached line rate."""
+    A40 = "ib_write_bw/roce-a40-gpudirect-dmabuf-16qp-client-nvidia-tools-image.txt"
+    cabling = cabling_map.Cabling(rail_pairs={"gpu01": [("mlx5_0", 0)]})
+    host = record("ib_bandwidth_check", bandwidth(GPU_BW, "mlx5_0", {"rate_gbps": 400}))
+    gpu = record("ib_bandwidth_check", gpu_run(A40, "mlx5_0", {"rate_gbps": 400, "memory": "gpu"}))
+    for records in ([host, gpu], [gpu, host]):
+        (row,) = node("gpu01", records, cabling)
+        cell = row["checks"]["gpu_bandwidth"]
+        assert cell["status"] == "fail" and "181.5 Gb/s on GPU memory (NVIDIA A40)" in cell["why"], cell
+        assert row["affects"].startswith("mlx5_0 - GPU0: GPU-memory bandwidth: ")
+    # Without the GPU run, the host-memory one says it is no GPUDirect measurement.
+    (row,) = node("gpu01", [host], cabling)
+    assert row["checks"]["gpu_bandwidth"]["status"] == "skipped"
+    assert "host memory only" in row["checks"]["gpu_bandwidth"]["why"]

@@ -116,12 +116,30 @@ def test_gpudirect_rail_runs_on_gpu_memory_and_judges_it(node, run, ib):
     done = run("ib_bandwidth_check", args)
     (client,) = node.calls
     assert client[-3:] == ["--use_cuda=0", "--use_cuda_dmabuf", "gpu02"]
-    assert (done.status("ib.write_bw.mlx5_0"), done.status("ib.write_bw_memory.mlx5_0")) == ("pass", "pass")
+    # A check of its own, beside the rail's host-memory run (ib.write_bw.mlx5_0), naming its GPU.
+    assert (done.status("ib.write_bw_gpu.mlx5_0"), done.status("ib.write_bw_gpu_memory.mlx5_0")) == ("pass", "pass")
+    assert "ib.write_bw.mlx5_0" not in done.checks and done.result["use_cuda"] == 0
     node.calls.clear()
     node.outputs = {"ib_write_bw": (0, CX7, "")}
     done = run("ib_bandwidth_check", {**args, "rate_gbps": 400})
-    assert (done.status("ib.write_bw.mlx5_0"), done.status("ib.write_bw_memory.mlx5_0")) == ("pass", "fail")
+    assert (done.status("ib.write_bw_gpu.mlx5_0"), done.status("ib.write_bw_gpu_memory.mlx5_0")) == ("pass", "fail")
     assert done.failed
+
+
+def test_a_gpudirect_replay_reads_its_own_recording_never_the_host_memory_one(node, run, tmp_path):
+    """ib_write_bw.mlx5_0.txt is the rail's host-memory run: judged as the GPU run it would fail
+    the memory check for a run that never happened. Without ib_write_bw_gpu.mlx5_0.txt: no hardware."""
+    (tmp_path / "ib_write_bw.mlx5_0.txt").write_text(CX7)
+    args = {"device": "mlx5_0", "use_cuda": 1, "rate_gbps": 25, "replay_dir": str(tmp_path)}
+    done = run("ib_bandwidth_check", args)
+    assert (done.failed, done.checks["ib.write_bw_gpu.mlx5_0"]["message"]) == (False, "skipped: no hardware")
+    (tmp_path / "ib_write_bw_gpu.mlx5_0.txt").write_text(T4_GPUDIRECT)
+    done = run("ib_bandwidth_check", args)
+    assert (done.status("ib.write_bw_gpu.mlx5_0"), done.status("ib.write_bw_gpu_memory.mlx5_0")) == ("pass", "pass")
+    assert (done.result["source"], done.result["use_cuda"]) == ("replay", 1)
+    # The host-memory run still reads its own.
+    done = run("ib_bandwidth_check", {"device": "mlx5_0", "rate_gbps": 400, "replay_dir": str(tmp_path)})
+    assert done.status("ib.write_bw.mlx5_0") == "pass" and done.result["use_cuda"] is None
 
 
 def test_dmabuf_without_a_cuda_device_is_refused(node, run, ib):
