@@ -7,7 +7,7 @@ import re
 import string
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from clusterforge.topology.groups import ORCHESTRATOR_GROUPS
 
@@ -261,6 +261,11 @@ def _partition_key(value: str) -> str:
     return f"{key:#06x}"
 
 
+def _hex_if_int(value: Any) -> Any:
+    """YAML reads an unquoted 0x0010 as the integer 16: the same key, written back in hex."""
+    return f"{value:#x}" if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 class SubnetManagerHost(Strict):
     host: str = Field(max_length=HOSTNAME_MAX, description="a host of the topology attached to the fabric")
     # The SM with the highest priority (0-15) is master; the others stand by.
@@ -312,7 +317,7 @@ class Fabric(Strict):
         strict=True, default=2044, ge=1280, le=65520, description="IPoIB MTU; 2044 fits the 2048-byte IB MTU"
     )
     # The partitions (15-bit keys, 0x0001-0x7ffe) each IPoIB interface gets a child interface on.
-    ipoib_pkeys: list[Annotated[str, AfterValidator(_partition_key)]] = Field(
+    ipoib_pkeys: list[Annotated[str, BeforeValidator(_hex_if_int), AfterValidator(_partition_key)]] = Field(
         default_factory=list, description="partition keys, e.g. 0x0010; a child interface per key on each rail"
     )
     # Price of one cable per link tier, overriding the bill of materials' defaults.

@@ -37,6 +37,16 @@ def test_keys_are_normalised_and_children_are_full_members(tmp_path):
     assert fabric.ipoib_child_pkeys == ["0x8010", "0xfffe", "0x8001"]
 
 
+def test_unquoted_keys_read_as_yaml_integers_are_the_same_keys(tmp_path):
+    path = _write(tmp_path, ipoib_pkeys=["KEY1", "KEY2"])
+    path.write_text(path.read_text().replace("KEY1", "0x0010").replace("KEY2", "0x7ffe"))
+    assert yaml.safe_load(path.read_text())["fabrics"]["compute"]["ipoib_pkeys"] == [16, 0x7FFE]
+    assert load(path, links=False).topology.fabrics["compute"].ipoib_pkeys == ["0x0010", "0x7ffe"]
+    path.write_text(path.read_text().replace("0x0010", "0x8010"))
+    [(_, message)] = _problems(path)
+    assert "without the full-membership bit" in message
+
+
 def test_no_keys_by_default(tmp_path):
     plan = load(_write(tmp_path), links=False)
     assert plan.topology.fabrics["compute"].ipoib_child_pkeys == []
