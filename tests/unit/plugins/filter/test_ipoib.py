@@ -90,5 +90,5 @@ def test_a_child_per_rail_and_key_named_as_linux_names_it(filters, tmp_path):
 
 def test_a_child_name_over_the_kernels_limit_is_refused(filters, tmp_path):
     [first, *_] = _interfaces(filters, tmp_path, ipoib_pkeys=["0x0010"])
-    with pytest.raises(AnsibleFilterError, match="ibp12s0f0np012.8010 .* longer than the kernel's 15"):
+    with pytest.raises(AnsibleFilterError, match=r"ibp12s0f0np012\.8010 .* longer than the kernel's 15"):
         filters["clusterforge_ipoib_children"]([first | {"netdev": "ibp12s0f0np012"}])
