@@ -17,7 +17,7 @@ NETWORK_DIR = "/etc/systemd/network"
 PREFIX = "60-clusterforge-ipoib-"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def rails(inputs):
     plan = load(SCENARIO / "files" / "rdma.topology.yml", links=False)
     host = plan.host(inputs["rdma_lab_topology_host"])
