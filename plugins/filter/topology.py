@@ -97,6 +97,7 @@ def _hcas(plan, host, ipoib):
             entry["ipoib_prefix"] = plan.subnets[f"ipoib_rail{rails[hca.fabric]}"].network.prefixlen
             entry["ipoib_mode"] = fabric.ipoib_mode
             entry["ipoib_mtu"] = fabric.ipoib_mtu
+            entry["ipoib_pkeys"] = fabric.ipoib_child_pkeys
         found.append(entry)
     return found
 

@@ -171,6 +171,19 @@ def _cuda_standins() -> list[StandIn]:
     return out
 
 
+def _gds_standins() -> list[StandIn]:
+    """GPUDirect Storage's kernel driver as NVIDIA's CUDA repository names it: nvidia-fs, which depends on
+    its DKMS source nvidia-fs-dkms at the same version (the nvidia_peermem role's nvidia_peermem_gds path).
+    No module is in them."""
+    out = []
+    for version in ("2.19.7-1", "2.20.5-1"):
+        out += [
+            StandIn(CUDA, "nvidia-fs-dkms", version),
+            StandIn(CUDA, "nvidia-fs", version, f"nvidia-fs-dkms (= {version})"),
+        ]
+    return out
+
+
 def _cudnn_standins() -> list[StandIn]:
     """cuDNN 9 for CUDA 12 as NVIDIA's CUDA repository names it (the cudnn role's repository path)."""
     out = []
@@ -273,6 +286,7 @@ def default_standins(suite: str = "trixie") -> list[StandIn]:
         + _nvidia_standins()
         + _cuda_standins()
         + _cuda_toolkit_standins()
+        + _gds_standins()
         + _cudnn_standins()
         + _dcgm_standins()
         + _lustre_standins()

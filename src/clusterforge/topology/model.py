@@ -7,7 +7,7 @@ import re
 import string
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from clusterforge.topology.groups import ORCHESTRATOR_GROUPS
 
@@ -233,6 +233,37 @@ ROUTING_ENGINES = ("ftree", "updn", "minhop", "dfsssp", "sssp", "lash", "dor", "
 DEFAULT_ROUTING_ENGINE = {"fat_tree": "ftree", "rail_optimized_fat_tree": "ftree", "dragonfly": "dfsssp"}
 # The largest IPoIB MTU in datagram mode: the 4096-byte IB MTU less the 4-byte IPoIB header.
 IPOIB_DATAGRAM_MAX_MTU = 4092
+# InfiniBand partition keys (IBTA; Linux's ipoib driver): 16 bits, the top one the membership bit
+# (set: full member, clear: limited member), the low 15 the partition. 0x7fff is the default
+# partition, which every port and the parent IPoIB interface are in already.
+PKEY_FULL_MEMBER = 0x8000
+PKEY_DEFAULT = 0x7FFF
+
+
+def _partition_key(value: str) -> str:
+    """A partition the fabric's IPoIB interfaces get a child interface on: its 15-bit key, 0x0001-0x7ffe,
+    written as 0x and four hex digits (clusterforge sets the full-membership bit, as Linux does)."""
+    if not re.fullmatch(r"0x[0-9a-fA-F]{1,4}", value):
+        raise ValueError(f"partition key {value!r}: expected 0x and 1-4 hex digits, such as 0x0010")
+    key = int(value, 16)
+    if key & PKEY_FULL_MEMBER:
+        raise ValueError(
+            f"partition key {value}: give the 15-bit key (0x0001-0x7ffe) without the full-membership bit "
+            f"0x8000; the child interface is created as a full member (key | 0x8000, {key:#06x})"
+        )
+    if key == 0:
+        raise ValueError("partition key 0x0000 is invalid; expected 0x0001-0x7ffe")
+    if key == PKEY_DEFAULT:
+        raise ValueError(
+            "partition key 0x7fff is the default partition, which the parent IPoIB interface is in already; "
+            "expected 0x0001-0x7ffe"
+        )
+    return f"{key:#06x}"
+
+
+def _hex_if_int(value: Any) -> Any:
+    """YAML reads an unquoted 0x0010 as the integer 16: the same key, written back in hex."""
+    return f"{value:#x}" if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class SubnetManagerHost(Strict):
@@ -290,6 +321,10 @@ class Fabric(Strict):
     ipoib_mtu: int = Field(
         strict=True, default=2044, ge=1280, le=65520, description="IPoIB MTU; 2044 fits the 2048-byte IB MTU"
     )
+    # The partitions (15-bit keys, 0x0001-0x7ffe) each IPoIB interface gets a child interface on.
+    ipoib_pkeys: list[Annotated[str, BeforeValidator(_hex_if_int), AfterValidator(_partition_key)]] = Field(
+        default_factory=list, description="partition keys, e.g. 0x0010; a child interface per key on each rail"
+    )
     # Price of one cable per link tier, overriding the bill of materials' defaults.
     cable_price_usd: dict[Literal["node-leaf", "leaf-spine", "spine-core", "terminal", "local", "global"], float] = (
         Field(default_factory=dict)
@@ -322,12 +357,23 @@ class Fabric(Strict):
     def _infiniband_settings(self) -> Fabric:
         if self.link_layer != "infiniband" and self.subnet_manager is not None:
             raise ValueError("subnet_manager is given for an ethernet fabric; only InfiniBand has one")
+        if self.link_layer != "infiniband" and self.ipoib_pkeys:
+            raise ValueError("ipoib_pkeys is given for an ethernet fabric; partition keys are InfiniBand's")
+        repeated = sorted({key for key in self.ipoib_pkeys if self.ipoib_pkeys.count(key) > 1})
+        if repeated:
+            raise ValueError(f"ipoib_pkeys lists partition key(s) twice: {', '.join(repeated)}")
         if self.ipoib_mode == "datagram" and self.ipoib_mtu > IPOIB_DATAGRAM_MAX_MTU:
             raise ValueError(
                 f"ipoib_mtu {self.ipoib_mtu} in datagram mode; expected at most {IPOIB_DATAGRAM_MAX_MTU} "
                 "(the 4096-byte IB MTU less the IPoIB header), or ipoib_mode connected"
             )
         return self
+
+    @property
+    def ipoib_child_pkeys(self) -> list[str]:
+        """The keys the IPoIB child interfaces are created with: each partition with the full-membership
+        bit set (0x0010 -> 0x8010), as Linux's ipoib driver sets it and names the child (ib0.8010)."""
+        return [f"{int(key, 16) | PKEY_FULL_MEMBER:#06x}" for key in self.ipoib_pkeys]
 
     @property
     def routing_engine(self) -> str | None:

@@ -134,7 +134,10 @@ def test_every_vendor_package_is_a_labelled_standin_in_two_versions(built):
         "doca-ofed",
         "mlnx-ofed-kernel-dkms",
         "mlnx-ofed-kernel-utils",
+        "nvidia-fs",
+        "nvidia-fs-dkms",
     }
+    assert versions["nvidia-fs"] == versions["nvidia-fs-dkms"] == {"2.19.7-1", "2.20.5-1"}
     assert versions["lustre-client-utils"] == {"2.15.6-1", "2.15.7-1"}
     assert versions["kubeadm"] == {"1.33.5-1.1", "1.33.6-1.1"}
     assert versions["datacenter-gpu-manager"] == {"1:3.3.5", "1:3.3.6"}

@@ -61,6 +61,7 @@ def test_hcas_come_in_rail_order_with_their_ipoib_address(topology_host):
         "ipoib_prefix": 24,
         "ipoib_mode": "datagram",
         "ipoib_mtu": 2044,
+        "ipoib_pkeys": [],
     }
 
 
