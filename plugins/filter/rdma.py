@@ -14,9 +14,9 @@ DOCUMENTATION = r"""
 name: clusterforge_rdma_reboot
 short_description: Whether a node needs a reboot for DOCA-OFED's kernel modules, and whether to reboot it now
 description:
-  - DOCA-OFED's kernel part (mlnx-ofed-kernel-dkms) is built by DKMS into the module tree; the
+  - "DOCA-OFED's kernel part (mlnx-ofed-kernel-dkms) is built by DKMS into the module tree; the
     running kernel keeps the mlx5_core it loaded until the driver stack is reloaded or the node
-    reboots. Nothing loaded: nothing to do (the next load takes the new module).
+    reboots. Nothing loaded: nothing to do (the next load takes the new module)."
   - A reboot is needed when mlx5_core is loaded and its version (C(/sys/module/mlx5_core/version);
     none for the kernel's own driver) is not the version of the module DKMS built for the kernel
     (C(modinfo -F version)); or, where that built module cannot be read, when DOCA-OFED's packages

@@ -61,7 +61,7 @@ made:
   returned: always
   type: list
 msg:
-  description: What was done, or C(skipped: no hardware (...)) with the reason.
+  description: "What was done, or C(skipped: no hardware (...)) with the reason."
   returned: always
   type: str
 """

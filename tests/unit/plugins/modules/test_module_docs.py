@@ -59,3 +59,20 @@ def test_the_doc_fragment_gives_the_attributes(name, docs):
     assert attributes["check_mode"]["support"] == "full"
     assert attributes["diff_mode"]["support"] == "none"
     assert docs[name]["author"] == ["clusterforge contributors"]
+
+
+PLUGIN_SOURCES = sorted(path for path in (PROJECT / "plugins").glob("*/*.py") if path.name != "__init__.py")
+DOC_BLOCKS = ("DOCUMENTATION", "EXAMPLES", "RETURN")
+
+
+@pytest.mark.parametrize("path", PLUGIN_SOURCES, ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_every_plugin_s_doc_blocks_are_yaml(path):
+    # ansible-doc and ansible-lint only print "Unable to parse documentation" and go on: a block that
+    # is not YAML (an unquoted ": " in a description) would leave the plugin undocumented unnoticed.
+    import ast
+
+    import yaml
+
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) in DOC_BLOCKS:
+            yaml.safe_load(node.value.value)
