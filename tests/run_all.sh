@@ -68,6 +68,17 @@ for job in "${jobs[@]}"; do
   [ "$(cat "$logs/$job.rc" 2>/dev/null || echo missing)" = 0 ] || failed+=("$job")
 done
 if [ ${#failed[@]} -gt 0 ]; then
+  # Each job's log was printed when it ended, maybe an hour of output ago; a CI page that keeps only
+  # the tail would hide why. So the end of each failed job's log is printed again here: pytest's
+  # summary of failures, or a scenario's last lines.
+  for job in "${failed[@]}"; do
+    step "why $job failed (the end of its log, printed in full above)"
+    if grep -q 'short test summary info' "$logs/$job.log" 2>/dev/null; then
+      sed -n '/short test summary info/,$p' "$logs/$job.log" | tail -n 80
+    else
+      tail -n 60 "$logs/$job.log" 2>/dev/null || echo "(no log)"
+    fi
+  done
   step "failed: ${failed[*]}"
   exit 1
 fi
