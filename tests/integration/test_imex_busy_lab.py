@@ -43,9 +43,17 @@ PartitionName=all Nodes=ALL Default=YES
 
 
 def _script(running: str, unknown: str) -> str:
+    # Each wait gives up loudly after 180 s: in CI this container shares two cores with a Molecule
+    # scenario, and slurmd's registration or the job's start has taken longer than a quiet machine's
+    # few seconds; a wait that ran out silently would be judged as the wrong squeue answer.
     return f"""\
 set -e
 export DEBIAN_FRONTEND=noninteractive
+wait_for() {{
+    local what=$1; shift
+    for _ in $(seq 180); do eval "$*" >/dev/null 2>&1 && return 0; sleep 1; done
+    echo "@@timeout: $what (180 s)"; exit 3
+}}
 apt-get -o Acquire::http::Proxy="$PROXY" -qq update
 apt-get -o Acquire::http::Proxy="$PROXY" -qq install -y --no-install-recommends \\
     slurmctld slurmd slurm-client munge >/dev/null
@@ -56,14 +64,14 @@ install -d -o munge -g munge /run/munge
 runuser -u munge -- /usr/sbin/munged
 slurmctld -i
 slurmd
-for _ in $(seq 30); do scontrol ping >/dev/null 2>&1 && break; sleep 1; done
-for _ in $(seq 30); do sinfo --noheader --states=idle --format=%n | grep -qx {NODE} && break; sleep 1; done
-job=$(sbatch --parsable --wrap 'sleep 300')
-for _ in $(seq 30); do [ "$(squeue --noheader --jobs "$job" --format=%T)" = RUNNING ] && break; sleep 1; done
+wait_for "slurmctld answers" 'scontrol ping'
+wait_for "{NODE} is idle" 'sinfo --noheader --states=idle --format=%n | grep -qx {NODE}'
+job=$(sbatch --parsable --wrap 'sleep 600')
+wait_for "job $job runs" '[ "$(squeue --noheader --jobs "$job" --format=%T)" = RUNNING ]'
 echo "@@running rc=0"; {running} || echo "@@rc=$?"
 echo "@@unknown"; {unknown} 2>&1 || echo "@@rc=$?"
 scancel --full "$job"
-for _ in $(seq 30); do [ -z "$(squeue --noheader --jobs "$job" 2>/dev/null)" ] && break; sleep 1; done
+wait_for "job $job is gone" '[ -z "$(squeue --noheader --jobs "$job" 2>/dev/null)" ]'
 echo "@@idle"; {running} || echo "@@rc=$?"
 echo "@@end"
 """

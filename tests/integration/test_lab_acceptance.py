@@ -98,7 +98,7 @@ def busy_node01(lab, docker_client):
     rc, job = _run(head, "sbatch", "--parsable", "--nodelist=node01", "--time=10", "--wrap", "sleep 600")
     assert rc == 0, job
     job = job.strip().split(";")[0]
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while _run(head, "squeue", "-h", "-j", job, "-o", "%T")[1].strip() != "RUNNING":
         assert time.monotonic() < deadline, "the job on node01 did not start"
         time.sleep(1)

@@ -66,7 +66,7 @@ def _tar_directory(source) -> bytes:
     return buffer.getvalue()
 
 
-def _until_idle(head, timeout: float = 60) -> str:
+def _until_idle(head, timeout: float = 180) -> str:
     deadline = time.monotonic() + timeout
     while True:
         _, states = _exec(head, "sinfo", "--noheader", "--Node", "--format=%T")

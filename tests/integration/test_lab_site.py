@@ -108,7 +108,7 @@ def _prometheus_query(head, query: str) -> list[dict]:
     return json.loads(done.output)
 
 
-def _wait_for_series(head, query: str, count: int, timeout_s: float = 90) -> list[dict]:
+def _wait_for_series(head, query: str, count: int, timeout_s: float = 180) -> list[dict]:
     """The query's result once it has `count` series (scrapes run every 15 s)."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -297,7 +297,7 @@ def _assert_fabric_stage_state(docker_client) -> None:
     assert _output(node, "dpkg-query", "-W", "-f", "${db:Status-Status}", "opensm")[1] != "installed"
 
 
-def _wait_for_output(container, command: list[str], expected: str, timeout: float = 60) -> str:
+def _wait_for_output(container, command: list[str], expected: str, timeout: float = 180) -> str:
     """The command's output once it is `expected` (sorted lines), or the last one after `timeout`."""
     deadline = time.monotonic() + timeout
     while True:

@@ -48,7 +48,7 @@ def _ansible(inventory: Path, control_dir: Path, *args: str) -> subprocess.Compl
         cwd=PROJECT,
         env=env,
         check=False,
-        timeout=180,
+        timeout=600,  # a hang guard; CI shares two cores with a scenario
     )
 
 
@@ -144,7 +144,7 @@ def test_a_changed_host_key_is_refused_through_clusterforge_run_as_through_ansib
             cwd=PROJECT,
             env={**fresh, "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg")},
             check=False,
-            timeout=180,
+            timeout=600,  # a hang guard; CI shares two cores with a scenario
         )
         fresh = {**env, "ANSIBLE_SSH_CONTROL_PATH_DIR": tempfile.mkdtemp(prefix=f"cf-{control}-")}
         ours = subprocess.run(
@@ -154,7 +154,7 @@ def test_a_changed_host_key_is_refused_through_clusterforge_run_as_through_ansib
             cwd=PROJECT,
             env=fresh,
             check=False,
-            timeout=300,
+            timeout=900,
         )
         return plain, ours
 

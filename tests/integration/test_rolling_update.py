@@ -76,7 +76,7 @@ def test_the_roll_drains_a_slurm_node_and_waits_for_its_job(lab, docker_client):
     node = _slurm(docker_client, ["scontrol", "show", "node", "node01"])
     assert "DRAIN" not in node.split("State=", 1)[1].split()[0], node
     # slurmd may be marked NOT_RESPONDING for a ping interval on a busy machine; it must come back idle.
-    _wait_for(lambda: "State=IDLE " in _slurm(docker_client, ["scontrol", "show", "node", "node01"]), timeout=120)
+    _wait_for(lambda: "State=IDLE " in _slurm(docker_client, ["scontrol", "show", "node", "node01"]), timeout=180)
     events = _events(lab, "Mark the node for draining in Slurm")
     assert [e["event"] for e in events] == ["runner_on_ok"] and events[0]["event_data"]["res"]["changed"]
 
@@ -129,7 +129,7 @@ def _events(lab, task: str) -> list[dict]:
     return found
 
 
-def _wait_for(condition, timeout: float = 60) -> None:
+def _wait_for(condition, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
