@@ -144,7 +144,7 @@ def test_a_replayed_xid79_drains_that_node_in_the_prolog_and_the_job_runs_on_the
     assert requeued["Priority"] != "0"  # a held job has priority 0
 
     _exec(head, "scancel", blocker)
-    finished = _until(lambda: _job(head, job), lambda j: j["JobState"] == "COMPLETED", 240)
+    finished = _until(lambda: _job(head, job), lambda j: j["JobState"] == "COMPLETED", 420)
     assert (finished["JobState"], finished["NodeList"]) == ("COMPLETED", "node01"), finished
     # The healthy node was left alone; the faulty one stays drained (no hook resumes a prolog's drain).
     assert _until(lambda: _state(head, "node01"), lambda s: s == "idle|none", 120) == "idle|none"
