@@ -33,6 +33,7 @@ import pytest
 from clusterforge.topology import load
 from clusterforge.topology.render import bom
 from tests.paths import PROJECT
+from tests.unit.clusterforge.topology.test_schema import refused_edit
 
 EXAMPLE = PROJECT / "inventories" / "examples" / "gb200-nvl72-su.topology.yml"
 
@@ -131,16 +132,7 @@ def test_scale_out_matches_ra_table_4_1(tmp_path, sus):
 
 
 def _refused(tmp_path, old: str, new: str) -> tuple[str, str]:
-    from clusterforge.topology import TopologyError
-
-    text = EXAMPLE.read_text()
-    assert old in text
-    text = text.replace(old, new, 1)
-    path = tmp_path / "bad.topology.yml"
-    path.write_text(text)
-    with pytest.raises(TopologyError) as caught:
-        load(path)
-    return str(caught.value), text
+    return refused_edit(tmp_path, EXAMPLE.read_text(), old, new)
 
 
 def _line(text: str, needle: str) -> int:

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.topology import TopologyError, load, nvlink
+from clusterforge.topology import load, nvlink
 from clusterforge.topology.render import bom
 from clusterforge.topology.render.summary import summarise
 from tests.paths import PROJECT
+from tests.unit.clusterforge.topology.test_schema import refused_edit
 
 EXAMPLE = PROJECT / "inventories" / "examples" / "gb200-nvl72-su.topology.yml"
 TEXT = EXAMPLE.read_text()
@@ -96,13 +97,7 @@ def _line(text: str, needle: str) -> int:
 
 
 def _refused(tmp_path: Path, old: str, new: str) -> tuple[str, str]:
-    assert old in TEXT
-    text = TEXT.replace(old, new, 1)
-    path = tmp_path / "bad.topology.yml"
-    path.write_text(text)
-    with pytest.raises(TopologyError) as caught:
-        load(path)
-    return str(caught.value), text
+    return refused_edit(tmp_path, TEXT, old, new)
 
 
 @pytest.mark.parametrize(

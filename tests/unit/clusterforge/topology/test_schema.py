@@ -41,6 +41,13 @@ def problems_of(path: Path) -> TopologyError:
     return caught.value
 
 
+def refused_edit(tmp_path: Path, text: str, old: str, new: str) -> tuple[str, str]:
+    """The error a topology file gives once its first `old` reads `new`, and the edited text."""
+    assert old in text
+    edited = text.replace(old, new, 1)
+    return str(problems_of(write_text(tmp_path, edited))), edited
+
+
 def write_yaml(tmp_path: Path, data) -> Path:
     path = tmp_path / "bad.topology.yml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
