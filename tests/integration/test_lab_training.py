@@ -177,12 +177,15 @@ def test_torchrun_restarts_the_killed_rank_s_job_from_the_shared_checkpoint(lab,
     job = record["job"]
     assert job["phases"] == ["reference", "elastic"]
     assert job["killed"]["rank"] == 1 and job["killed"]["at_step"] == 23
-    # torchrun's first restart (restart 1) ran every rank, each from step 20's checkpoint, ending
-    # with the uninterrupted run's loss; ranks on both nodes.
-    assert [(r["rank"], r["restart"], r["resumed_from"], r["steps"]) for r in job["ranks"]] == [
-        (0, 1, 20, 20),
-        (1, 1, 20, 20),
-    ]
+    # After the kill every rank ran again, each from step 20's checkpoint, ending with the uninterrupted
+    # run's loss; ranks on both nodes.
+    assert [(r["rank"], r["resumed_from"], r["steps"]) for r in job["ranks"]] == [(0, 20, 20), (1, 20, 20)]
+    # TORCHELASTIC_RESTART_COUNT is each agent's own: the agent whose worker failed counts restart 1;
+    # the other counts 1 when its worker failed too (its peer gone) and 0 when it restarted first for
+    # the waiting node (torch's SimpleElasticAgent restarts for num_nodes_waiting without counting).
+    # Which comes first is timing: CI saw rank 0 with restart 0 once.
+    restarts = sorted(r["restart"] for r in job["ranks"])
+    assert restarts in ([0, 1], [1, 1]), restarts
     assert sorted(r["host"] for r in job["ranks"]) == ["node01", "node02"]
     assert {r["final_loss"] for r in job["ranks"]} == {job["reference_loss"]}
     print("training.smoke (torchrun):", record["checks"][0]["message"])
