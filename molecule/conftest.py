@@ -113,9 +113,10 @@ def containerd_loaded_on():
     return _containerd_loaded
 
 
-def _until(fetch, done, tries: int = 30, delay: float = 2):
+def _until(fetch, done, tries: int = 60, delay: float = 2):
     """fetch() again until done(value), at most `tries` times: a scheduler or a scrape the node has not
-    reached yet. Returns the last value, for the test to assert on."""
+    reached yet. Returns the last value, for the test to assert on. The default 2 min is for CI, where
+    the scenario shares two cores with pytest's lab; a passing wait returns as soon as it is done."""
     for _ in range(tries):
         value = fetch()
         if done(value):

@@ -63,21 +63,32 @@ run_job() {
 export -f job_command run_job
 printf '%s\n' "${jobs[@]}" | xargs -P "${CLUSTERFORGE_CI_JOBS:-2}" -I{} bash -c 'run_job "$1" "$2"' _ {} "$logs"
 
+# Why a job failed, from its log: pytest's summary of failures, or for a scenario what
+# tests/why_failed.awk finds (its failed verifier session or Ansible task) and the scenario's recap.
+why_failed() {
+  local job=$1 log=$2
+  if [ ! -s "$log" ]; then
+    echo "(no log)"
+  elif [ "$(job_command "$job")" = pytest ]; then
+    sed -n '/short test summary info/,$p' "$log" | tail -n 80 | grep . || tail -n 60 "$log"
+  else
+    awk -f tests/why_failed.awk "$log" | tail -n 150
+    echo "(...)"
+    tail -n 12 "$log"
+  fi
+}
+
 failed=()
 for job in "${jobs[@]}"; do
   [ "$(cat "$logs/$job.rc" 2>/dev/null || echo missing)" = 0 ] || failed+=("$job")
 done
 if [ ${#failed[@]} -gt 0 ]; then
   # Each job's log was printed when it ended, maybe an hour of output ago; a CI page that keeps only
-  # the tail would hide why. So the end of each failed job's log is printed again here: pytest's
-  # summary of failures, or a scenario's last lines.
+  # the tail would hide why. So why each failed job failed is printed again here: pytest's summary of
+  # failures, or a scenario's failed verifier session and failed Ansible tasks, then its recap.
   for job in "${failed[@]}"; do
-    step "why $job failed (the end of its log, printed in full above)"
-    if grep -q 'short test summary info' "$logs/$job.log" 2>/dev/null; then
-      sed -n '/short test summary info/,$p' "$logs/$job.log" | tail -n 80
-    else
-      tail -n 60 "$logs/$job.log" 2>/dev/null || echo "(no log)"
-    fi
+    step "why $job failed (from its log, printed in full above)"
+    why_failed "$job" "$logs/$job.log"
   done
   step "failed: ${failed[*]}"
   exit 1
