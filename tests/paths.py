@@ -9,6 +9,7 @@ from types import ModuleType
 PROJECT = Path(__file__).resolve().parent.parent
 EXAMPLES = PROJECT / "inventories" / "examples"
 SUPERPOD = EXAMPLES / "h100-superpod.topology.yml"
+NVL72_EXAMPLE = EXAMPLES / "gb200-nvl72-su.topology.yml"
 LAB_TOPOLOGY = PROJECT / "inventories" / "lab" / "lab.topology.yml"
 FIXTURES = PROJECT / "tests" / "fixtures"
 # Schemas the tests validate rendered files against (copied from their projects, each with a .source).

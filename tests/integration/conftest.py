@@ -18,6 +18,9 @@ CLUSTERFORGE = [sys.executable, "-m", "clusterforge.cli"]
 # Its own name, so the suite never touches a lab the user has up; CLUSTERFORGE_TEST_LAB names another
 # (a lab of the same name left up by another checkout is refused by `lab up`).
 TEST_LAB = os.environ.get("CLUSTERFORGE_TEST_LAB", "cftest")
+# The limit of a subprocess the lab tests run (ansible, clusterforge): a hang guard, not a time
+# target. CI runs pytest beside a Molecule scenario on two cores, where a playbook can take minutes.
+HANG_GUARD_S = 900
 
 
 def local_inventory(tmp: Path, hosts: dict[str, str]) -> Path:
@@ -53,7 +56,7 @@ def ansible_playbook(inventory: Path, playbook: Path, *extra: str, env: dict) ->
         text=True,
         env=env,
         check=False,
-        timeout=900,  # a hang guard, not a time target: CI shares two cores with a scenario
+        timeout=HANG_GUARD_S,
     )
 
 
@@ -112,7 +115,7 @@ def run_playbook(env: dict, *args: str) -> subprocess.CompletedProcess:
         text=True,
         env=env,
         check=False,
-        timeout=900,  # a hang guard, not a time target: CI shares two cores with a scenario
+        timeout=HANG_GUARD_S,
     )
 
 

@@ -15,6 +15,7 @@ import subprocess
 
 import pytest
 
+from tests.integration.conftest import HANG_GUARD_S
 from tests.unit.plugins.modules.conftest import load_module
 
 from ansible.module_utils.imex_node import busy_reasons  # isort: skip
@@ -114,7 +115,7 @@ def test_the_real_squeue_tells_a_running_job_from_an_idle_tray(tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=HANG_GUARD_S,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0 and "@@end" in output, output

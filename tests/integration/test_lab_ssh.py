@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge import errors
-from tests.integration.conftest import TEST_LAB
+from tests.integration.conftest import HANG_GUARD_S, TEST_LAB
 from tests.paths import PROJECT
 
 pytestmark = pytest.mark.lab
@@ -48,7 +48,7 @@ def _ansible(inventory: Path, control_dir: Path, *args: str) -> subprocess.Compl
         cwd=PROJECT,
         env=env,
         check=False,
-        timeout=600,  # a hang guard; CI shares two cores with a scenario
+        timeout=HANG_GUARD_S,
     )
 
 
@@ -144,7 +144,7 @@ def test_a_changed_host_key_is_refused_through_clusterforge_run_as_through_ansib
             cwd=PROJECT,
             env={**fresh, "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg")},
             check=False,
-            timeout=600,  # a hang guard; CI shares two cores with a scenario
+            timeout=HANG_GUARD_S,
         )
         fresh = {**env, "ANSIBLE_SSH_CONTROL_PATH_DIR": tempfile.mkdtemp(prefix=f"cf-{control}-")}
         ours = subprocess.run(
@@ -154,7 +154,7 @@ def test_a_changed_host_key_is_refused_through_clusterforge_run_as_through_ansib
             cwd=PROJECT,
             env=fresh,
             check=False,
-            timeout=900,
+            timeout=HANG_GUARD_S,
         )
         return plain, ours
 

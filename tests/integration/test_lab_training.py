@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.cli import check as check_cli
-from tests.integration.conftest import TEST_LAB, clusterforge
+from tests.integration.conftest import HANG_GUARD_S, TEST_LAB, clusterforge
 from tests.paths import PROJECT
 
 pytestmark = pytest.mark.lab
@@ -113,9 +113,10 @@ def test_the_job_loses_a_rank_resumes_and_passes_through_slurm(validated, docker
     assert left.output.decode().strip() == ""
 
 
-def _training_check(lab, options: dict, output: str = "yaml", timeout: int = 900) -> subprocess.CompletedProcess:
-    """training_check run ad hoc on head01 through the real Slurm (the project's ansible.cfg);
-    timeout: a hang guard, not a time target (CI shares two cores with a Molecule scenario)."""
+def _training_check(
+    lab, options: dict, output: str = "yaml", timeout: int = HANG_GUARD_S
+) -> subprocess.CompletedProcess:
+    """training_check run ad hoc on head01 through the real Slurm (the project's ansible.cfg)."""
     return subprocess.run(
         [
             str(BIN / "ansible"),

@@ -17,12 +17,12 @@ import pytest
 
 from clusterforge.topology import load
 from clusterforge.topology.render import nvlink
-from tests.paths import PROJECT
+from tests.integration.conftest import HANG_GUARD_S
+from tests.paths import NVL72_EXAMPLE as EXAMPLE
 
 pytestmark = pytest.mark.lab
 
 IMAGE = "clusterforge/lab-node:trixie"
-EXAMPLE = PROJECT / "inventories" / "examples" / "gb200-nvl72-su.topology.yml"
 
 SLURM_CONF = """\
 ClusterName=nvl72
@@ -84,7 +84,7 @@ def test_real_slurm_reads_one_block_per_nvlink_domain(tmp_path: Path):
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=HANG_GUARD_S,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output

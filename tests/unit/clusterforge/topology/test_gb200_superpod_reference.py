@@ -32,10 +32,8 @@ import pytest
 
 from clusterforge.topology import load
 from clusterforge.topology.render import bom
-from tests.paths import PROJECT
-from tests.unit.clusterforge.topology.test_schema import refused_edit
-
-EXAMPLE = PROJECT / "inventories" / "examples" / "gb200-nvl72-su.topology.yml"
+from tests.paths import NVL72_EXAMPLE as EXAMPLE
+from tests.unit.clusterforge.topology.test_schema import line_of, refused_edit
 
 RA_RAILS = 4  # SLGs per SU = IB rails = GPUs per tray
 RA_RACKS_PER_SU, RA_TRAYS_PER_RACK, RA_NICS_PER_TRAY = 8, 18, 4
@@ -135,16 +133,12 @@ def _refused(tmp_path, old: str, new: str) -> tuple[str, str]:
     return refused_edit(tmp_path, EXAMPLE.read_text(), old, new)
 
 
-def _line(text: str, needle: str) -> int:
-    return next(number for number, line in enumerate(text.splitlines(), 1) if needle in line)
-
-
-def test_spine_leaf_groups_without_nvlink_domain_refused_at_its_line(tmp_path):
+def test_spine_leaf_groups_without_nvlink_domain_refused_at_itsline_of(tmp_path):
     text = EXAMPLE.read_text()
     section = text[text.index("\nnvlink_domain:") + 1 : text.index("\nfabrics:") + 1]
     assert section.startswith("nvlink_domain:") and section.endswith("[18]\n")
     message, text = _refused(tmp_path, section, "")
-    line = _line(text, "spine_leaf_groups: true")
+    line = line_of(text, "spine_leaf_groups: true")
     assert f"bad.topology.yml:{line}: fabrics.compute.spine_leaf_groups: " in message, message
     assert "no nvlink_domain; expected an nvlink_domain section, or spine_leaf_groups: false" in message
 
@@ -157,5 +151,5 @@ def test_spine_leaf_groups_on_a_plain_fat_tree_refused(tmp_path):
 
 def test_a_leaf_too_small_for_a_rack_refused(tmp_path):
     message, text = _refused(tmp_path, "switch: {model: QM9700, radix: 64", "switch: {model: QM9700, radix: 32")
-    assert f":{_line(text, 'radix: 32')}: fabrics.compute.switch.radix: " in message, message
+    assert f":{line_of(text, 'radix: 32')}: fabrics.compute.switch.radix: " in message, message
     assert "takes its 18 trays on 18 ports and sends 18 up, 36 ports, more than the switch radix 32" in message

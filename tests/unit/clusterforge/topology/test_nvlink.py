@@ -10,10 +10,10 @@ import pytest
 from clusterforge.topology import load, nvlink
 from clusterforge.topology.render import bom
 from clusterforge.topology.render.summary import summarise
-from tests.paths import PROJECT
-from tests.unit.clusterforge.topology.test_schema import refused_edit
+from tests.paths import NVL72_EXAMPLE as EXAMPLE
+from tests.paths import SUPERPOD
+from tests.unit.clusterforge.topology.test_schema import line_of, refused_edit
 
-EXAMPLE = PROJECT / "inventories" / "examples" / "gb200-nvl72-su.topology.yml"
 TEXT = EXAMPLE.read_text()
 
 
@@ -92,10 +92,6 @@ def test_nvl36x2_has_no_published_cartridge_count_so_none_is_billed():
     assert nvlink.resolve(given)[0].cable_cartridges_per_rack == 2  # a field overrides the preset
 
 
-def _line(text: str, needle: str) -> int:
-    return next(number for number, line in enumerate(text.splitlines(), 1) if needle in line)
-
-
 def _refused(tmp_path: Path, old: str, new: str) -> tuple[str, str]:
     return refused_edit(tmp_path, TEXT, old, new)
 
@@ -142,19 +138,19 @@ def _refused(tmp_path: Path, old: str, new: str) -> tuple[str, str]:
 )
 def test_bad_domain_refused_with_file_line_field(tmp_path, old, new, needle, field, expected):
     message, text = _refused(tmp_path, old, new)
-    line = _nvlink_node_type_line(text) if field == "nvlink_domain.node_type" else _line(text, needle)
+    line = _nvlink_node_typeline_of(text) if field == "nvlink_domain.node_type" else line_of(text, needle)
     assert f"bad.topology.yml:{line}: {field}: " in message, message
     assert expected in message, message
 
 
-def _nvlink_node_type_line(text: str) -> int:
-    start = _line(text, "nvlink_domain:")
+def _nvlink_node_typeline_of(text: str) -> int:
+    start = line_of(text, "nvlink_domain:")
     return next(n for n, line in enumerate(text.splitlines(), 1) if n > start and "node_type:" in line)
 
 
 def test_preset_fields_needed_without_a_preset(tmp_path):
     message, text = _refused(tmp_path, "  preset: gb200_nvl72\n", "")
-    line = _line(text, "nvlink_domain:")
+    line = line_of(text, "nvlink_domain:")
     assert f"bad.topology.yml:{line}: nvlink_domain.gpus: required without a preset" in message
 
 
@@ -162,7 +158,7 @@ def test_gpus_per_tray_must_match_the_node_type(tmp_path):
     message, text = _refused(
         tmp_path, "  preset: gb200_nvl72\n", "  preset: gb200_nvl72\n  gpus: 36\n  gpus_per_tray: 2\n"
     )
-    line = _line(text, "gpus_per_tray: 2")
+    line = line_of(text, "gpus_per_tray: 2")
     assert f":{line}: nvlink_domain.gpus_per_tray: 2 GPUs per tray, but node type 'gb200_tray' has 4" in message
 
 
@@ -208,7 +204,7 @@ def test_nccl_multi_node_nvlink_only_for_domain_trays(rendered):
     tray = found["nccl/gb200_tray.env"].splitlines()
     for setting in ("NCCL_MNNVL_ENABLE=1", "NCCL_NVLS_ENABLE=1", "NCCL_CUMEM_ENABLE=1"):
         assert setting in tray
-    superpod = files_of(PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml")
+    superpod = files_of(SUPERPOD)
     assert "MNNVL" not in superpod["nccl/dgx_h100.env"]
     assert not any(name.startswith("imex/") or name.endswith("block.conf") for name in superpod)
 
@@ -264,7 +260,7 @@ def test_drawing_shows_each_rack_with_its_domain_and_rails():
         assert [(r.get("fill"), r.get("stroke")) for r in sorted(stripes, key=lambda r: float(r.get("x")))] == [
             rail_colours(rail) for rail in (1, 2, 3, 4)
         ]
-    superpod = render_svg(load(PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml"))
+    superpod = render_svg(load(SUPERPOD))
     assert "NVLink racks" not in superpod
 
 
@@ -272,4 +268,4 @@ def test_domain_that_would_span_two_scalable_units_is_refused(tmp_path):
     # 2 units of 27 trays: 54 trays make 3 whole domains, but the second would span both units.
     old = "scalable_units:\n  count: 1\n  nodes_per_unit: 144\n"
     message, text = _refused(tmp_path, old, "scalable_units:\n  count: 2\n  nodes_per_unit: 27\n")
-    assert f":{_nvlink_node_type_line(text)}: nvlink_domain.node_type: scalable unit 1 holds 27 trays" in message
+    assert f":{_nvlink_node_typeline_of(text)}: nvlink_domain.node_type: scalable unit 1 holds 27 trays" in message

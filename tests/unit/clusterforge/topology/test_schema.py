@@ -48,6 +48,11 @@ def refused_edit(tmp_path: Path, text: str, old: str, new: str) -> tuple[str, st
     return str(problems_of(write_text(tmp_path, edited))), edited
 
 
+def line_of(text: str, needle: str) -> int:
+    """The number of the first line of text that holds needle."""
+    return next(number for number, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
 def write_yaml(tmp_path: Path, data) -> Path:
     path = tmp_path / "bad.topology.yml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))

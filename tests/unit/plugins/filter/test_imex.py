@@ -10,11 +10,12 @@ from ansible.errors import AnsibleFilterError
 from clusterforge.topology import load
 from clusterforge.topology.inventory import build
 from clusterforge.topology.render import nvlink as render_nvlink
-from tests.paths import PROJECT
+from tests.paths import NVL72_EXAMPLE
+from tests.paths import SUPERPOD as SUPERPOD_PATH
 from tests.paths import filters as filters_of
 
-EXAMPLE = str(PROJECT / "inventories" / "examples" / "gb200-nvl72-su.topology.yml")
-SUPERPOD = str(PROJECT / "inventories" / "examples" / "h100-superpod.topology.yml")
+EXAMPLE = str(NVL72_EXAMPLE)
+SUPERPOD = str(SUPERPOD_PATH)
 
 
 @pytest.fixture(scope="module")
