@@ -102,6 +102,12 @@ def busy_node01(lab, docker_client):
     while _run(head, "squeue", "-h", "-j", job, "-o", "%T")[1].strip() != "RUNNING":
         assert time.monotonic() < deadline, "the job on node01 did not start"
         time.sleep(1)
+    # The idle checks take the nodes sinfo calls idle: node02 may still be registering with a Slurm
+    # applied just now, or be marked not responding (idle*) for a ping on a loaded machine.
+    deadline = time.monotonic() + 180
+    while (state := _run(head, "sinfo", "-h", "-N", "-n", "node02", "-o", "%t")[1].strip()) != "idle":
+        assert time.monotonic() < deadline, f"node02 is {state!r}, not idle"
+        time.sleep(2)
     yield head, job
     _run(head, "scancel", job)
 

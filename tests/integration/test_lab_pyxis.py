@@ -158,9 +158,13 @@ def test_the_lab_nodes_lack_cap_sys_nice(nodes):
     node = nodes["node01"]
     _, status = _exec(node, "grep", "^CapBnd:", "/proc/1/status")
     assert not int(status.split()[1], 16) >> CAP_SYS_NICE & 1, status
-    # The user's own sleep (runuser, its parent, stays root's).
-    user_sleep = f"$(pgrep -n -u {UID} -x sleep)"
-    script = f"runuser -u {USER} -- sleep 20 & sleep 1; taskset -p -c 0 {user_sleep}; echo rc=$?; kill {user_sleep}"
+    # The user's own sleep (runuser, its parent, stays root's), waited for: runuser opens a PAM
+    # session first, which can take seconds on a loaded machine.
+    script = (
+        f"runuser -u {USER} -- sleep 60 & "
+        f"for i in $(seq 60); do p=$(pgrep -n -u {UID} -x sleep) && break; sleep 1; done; "
+        'taskset -p -c 0 "$p"; echo rc=$?; kill "$p"'
+    )
     _, output = _exec(node, "bash", "-c", script)
     # stdout and stderr come back merged: taskset's "taskset: " prefix (stderr) may land before its
     # stdout line, so the message is matched without it.

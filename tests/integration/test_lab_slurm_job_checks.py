@@ -161,15 +161,18 @@ def test_a_gpu_lost_during_a_job_drains_the_node_in_the_epilog(slurm):
     assert _until(lambda: _state(head, "node02"), lambda s: s.split("|")[0] == "idle", 120).split("|")[0] == "idle"
     # The job runs until the replayed log appears (at most 5 min), so the log lands while it runs
     # however slowly docker exec answers (a fixed `sleep` raced it on a loaded machine); the 2 s after
-    # it lets the upload finish before the epilog reads it.
-    replayed = f"{REPLAY_DIR}/kernel.log"
-    wait = f"for i in $(seq 300); do [ -e {replayed} ] && sleep 2 && exit 0; sleep 1; done; exit 1"
+    # it lets the upload finish before the epilog reads it. The log is placed only once the script
+    # has started: with PrologFlags=Alloc, Slurm shows the job RUNNING (reason Prolog) while the
+    # prolog's node check still runs, and that check must not read it.
+    replayed, started = f"{REPLAY_DIR}/kernel.log", "/var/tmp/clusterforge-epilog-test-job-started"
+    _exec(node02, "rm", "-f", started)
+    wait = f"touch {started}; for i in $(seq 300); do [ -e {replayed} ] && sleep 2 && exit 0; sleep 1; done; exit 1"
     job = _exec(head, "sbatch", "--parsable", "--nodelist=node02", f"--wrap={wait}")
-    assert _until(lambda: _job(head, job)["JobState"], lambda s: s == "RUNNING") == "RUNNING"
+    assert _until(lambda: node02.exec_run(["test", "-e", started]).exit_code, lambda rc: rc == 0) == 0, _job(head, job)
     # The GPU falls off the bus while the job runs: the kernel logs Xid 79 (replayed).
     _put(node02, replayed, XID79_LOG)
     drained = _until(lambda: _state(head, "node02"), lambda s: s.startswith(("drain", "drained")))
     assert drained.split("|", 1)[1].startswith(f"clusterforge-epilog: {REPLAYED_XID79}"), drained
     assert _state(head, "node01") == "idle|none"
-    _exec(node02, "rm", "-f", f"{REPLAY_DIR}/kernel.log")
+    _exec(node02, "rm", "-f", f"{REPLAY_DIR}/kernel.log", started)
     _exec(head, "scontrol", "update", "nodename=node02", "state=resume")

@@ -47,7 +47,8 @@ cp /work/slurm.conf /work/topology.conf /etc/slurm/
 install -d -o munge -g munge /run/munge
 runuser -u munge -- /usr/sbin/munged
 slurmctld -i
-for _ in $(seq 30); do scontrol ping >/dev/null 2>&1 && break; sleep 1; done
+for _ in $(seq 180); do scontrol ping >/dev/null 2>&1 && break; sleep 1; done
+scontrol ping >/dev/null || { echo "slurmctld did not answer scontrol ping in 180 s"; exit 3; }
 slurmctld -V
 scontrol show topology
 """

@@ -66,13 +66,19 @@ def test_the_roll_drains_a_slurm_node_and_waits_for_its_job(lab, docker_client):
     the roll drains node01, waits until its running job ends, updates it and returns it to
     service; the job is not killed."""
     clusterforge("run", "slurm", "-i", str(lab["inventory"]), env=lab["env"])
-    job = _slurm(docker_client, ["sbatch", "--parsable", "--nodelist=node01", "--wrap", "sleep 20"]).strip()
+    # The job's own output says it ran to its end: Slurm forgets a finished job after MinJobAge
+    # (300 s), which a roll on a loaded machine can outlast.
+    output = "/var/tmp/clusterforge-roll-test-%j.out"
+    job = _slurm(
+        docker_client,
+        ["sbatch", "--parsable", "--nodelist=node01", f"--output={output}", "--wrap", "sleep 20; echo finished"],
+    ).strip()
     _wait_for(lambda: "RUNNING" in _slurm(docker_client, ["scontrol", "show", "job", job]))
     started = time.monotonic()
     done = _roll_node01(lab)
     assert done.returncode == errors.EXIT_OK, done.stdout[-3000:] + done.stderr
     assert time.monotonic() - started >= 10, "the roll must wait for the running job"
-    assert "JobState=COMPLETED" in _slurm(docker_client, ["scontrol", "show", "job", job])
+    assert _slurm(docker_client, ["cat", output.replace("%j", job)]).split() == ["finished"]
     node = _slurm(docker_client, ["scontrol", "show", "node", "node01"])
     assert "DRAIN" not in node.split("State=", 1)[1].split()[0], node
     # slurmd may be marked NOT_RESPONDING for a ping interval on a busy machine; it must come back idle.

@@ -48,7 +48,7 @@ def test_prometheus_promtool_alertmanager_and_the_exporter_are_held_on_the_head(
 def test_each_exporter_is_up_with_the_topology_s_labels(head, node, until):
     _, node_inputs = node(NODE)
     query = "query?query=" + "up%7Bjob%3D%22node%22%2Cnode%3D~%22.%2B%22%7D%20%3D%3D%201"
-    result = until(lambda: _api(head, query)["result"], lambda up: len(up) == 2, tries=20, delay=3)
+    result = until(lambda: _api(head, query)["result"], lambda up: len(up) == 2)
     labels = {series["metric"]["node"]: series["metric"] for series in result}
     assert labels[HEAD]["role"] == "head"
     assert labels[HEAD]["node_type"] == node(HEAD)[1]["clusterforge_node_type"]
@@ -60,8 +60,12 @@ def test_each_exporter_is_up_with_the_topology_s_labels(head, node, until):
     assert labels[NODE]["instance"] == f"{NODE}:9100"
 
 
-def test_prometheus_scrapes_the_two_exporters_itself_and_alertmanager_all_up(head):
-    active = _api(head, "targets?state=active")["activeTargets"]
+def test_prometheus_scrapes_the_two_exporters_itself_and_alertmanager_all_up(head, until):
+    # A target's health is "unknown" until its first scrape (every 15 s, later on a loaded machine).
+    active = until(
+        lambda: _api(head, "targets?state=active")["activeTargets"],
+        lambda targets: len(targets) == 4 and all(t["health"] == "up" for t in targets),
+    )
     assert sorted(t["labels"]["instance"] for t in active if t["scrapePool"] == "node") == [
         f"{HEAD}:9100",
         f"{NODE}:9100",
@@ -81,8 +85,12 @@ def test_the_node_s_expected_hcas_are_exported_with_their_rails_and_rates(head, 
     ]
 
 
-def test_the_cluster_s_alerts_and_recording_rules_are_loaded_and_healthy(head):
-    rules = [rule for group in _api(head, "rules")["groups"] for rule in group["rules"]]
+def test_the_cluster_s_alerts_and_recording_rules_are_loaded_and_healthy(head, until):
+    # A rule's health is "unknown" until its group's first evaluation.
+    rules = until(
+        lambda: [rule for group in _api(head, "rules")["groups"] for rule in group["rules"]],
+        lambda found: found and {r["health"] for r in found} == {"ok"},
+    )
     assert len([r for r in rules if r["type"] == "alerting"]) == 12
     assert len([r for r in rules if r["type"] == "recording"]) == 2
     assert {r["health"] for r in rules} == {"ok"}
@@ -96,7 +104,7 @@ def test_the_missing_hcas_raise_infiniband_port_down(head, node, until):
         alerts = _api(head, "alerts")["alerts"]
         return sorted(a["labels"]["device"] for a in alerts if a["labels"]["alertname"] == "InfinibandPortDown")
 
-    assert until(down, lambda devices: devices == expected, tries=20, delay=3) == expected
+    assert until(down, lambda devices: devices == expected) == expected
 
 
 def test_the_retention_is_the_role_s_default(head):

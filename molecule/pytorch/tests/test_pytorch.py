@@ -101,7 +101,7 @@ run() {
   port=$1; shift; pids=""
   for r in 0 1; do
     env MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r timeout 300 \
-      python3 /opt/clusterforge/examples/ddp_smoke.py --steps 40 --checkpoint-every 5 --timeout 20 "$@" \
+      python3 /opt/clusterforge/examples/ddp_smoke.py --steps 40 --checkpoint-every 5 --timeout 60 "$@" \
       > "$work/log-$port-$r" 2>&1 &
     pids="$pids $!"
   done
@@ -180,7 +180,7 @@ job() {
   id=$1; shift
   env PATH="$work/bin:$PATH" LOGLEVEL=INFO SLURM_JOB_ID=$id SLURM_JOB_NAME=torchrun SLURM_NNODES=2 \
     CHECKPOINT_DIR="$work/job-$id" timeout 300 bash /opt/clusterforge/distribution-examples/torchrun.sbatch \
-    --steps 30 --checkpoint-every 5 --timeout 20 --result-dir "$work/result-$id" "$@" > "$work/log-$id" 2>&1
+    --steps 30 --checkpoint-every 5 --timeout 60 --result-dir "$work/result-$id" "$@" > "$work/log-$id" 2>&1
   echo "job $id rc=$?"
 }
 job 101

@@ -61,7 +61,6 @@ def test_a_two_node_batch_job_completes_and_is_accounted(ctl, node, cluster_idle
             f"sacct --noheader --parsable2 --allocations --jobs={job} --format=JobID,State,NNodes"
         ),
         lambda line: line == f"{job}|COMPLETED|2",
-        tries=15,
     )
     assert accounted == f"{job}|COMPLETED|2"
 

@@ -71,9 +71,7 @@ def test_slurmdbd_runs_and_knows_the_cluster(host):
     assert host.check_output("sacctmgr --noheader --parsable2 show cluster format=Cluster").splitlines() == cluster
 
 
-def test_a_job_runs_on_the_node(host):
-    for _ in range(30):
-        if host.check_output("sinfo --noheader --Node --format='%N|%T'") == "slurm-repo01|idle":
-            break
-        host.run("sleep 2")
+def test_a_job_runs_on_the_node(host, until):
+    nodes = until(lambda: host.check_output("sinfo --noheader --Node --format='%N|%T'"), lambda n: n.endswith("|idle"))
+    assert nodes == "slurm-repo01|idle"
     assert host.check_output("srun --nodes=1 --time=1 hostname") == "slurm-repo01"
