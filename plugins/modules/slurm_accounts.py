@@ -17,7 +17,9 @@ description:
     removes one. The account and user root and the QoS normal are never removed."
   - "A removal (an account with the accounts below it, a user or a user's association, a QoS)
     that would take the association or QoS of active jobs (C(squeue)) is refused, naming the
-    jobs, before anything is changed, unless O(allow_cancel_jobs), which cancels them first."
+    jobs, before anything is changed, unless O(allow_cancel_jobs), which cancels them first.
+    slurmdbd learns of a cancelled job's end from slurmctld after C(squeue) has dropped it, so a
+    removal it refuses for active jobs after such a cancel is tried again for O(cancel_timeout)."
   - Supports check mode (the difference, nothing applied) and diff mode.
   - Runs where C(sacctmgr) reaches slurmdbd (the Slurm controller).
 options:
@@ -57,7 +59,7 @@ options:
     type: bool
     default: false
   cancel_timeout:
-    description: Seconds to wait for cancelled jobs to leave the queue.
+    description: Seconds to wait for cancelled jobs to leave the queue, and again for slurmdbd to record their end.
     type: int
     default: 60
 """
@@ -101,6 +103,8 @@ from ansible.module_utils.slurm_accounts import SpecError, blocking_jobs, diff_t
 from ansible.module_utils.verdicts import ParseError
 
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+# slurmdbd's refusal of a removal while its records hold a job of it without an end.
+JOBS_ACTIVE = "Job(s) active"
 
 
 def build_module() -> AnsibleModule:
@@ -139,6 +143,24 @@ def _active_jobs(module: AnsibleModule, squeue: str, ids=None) -> list[dict[str,
     except ParseError as exc:
         module.fail_json(msg=f"slurm_accounts: {exc}", stdout=out)
         raise
+
+
+def _apply(module: AnsibleModule, argv: list[str], wait_for_jobs_s: int) -> tuple[int, str, str]:
+    """One sacctmgr command, tried again for up to wait_for_jobs_s while slurmdbd refuses it for
+    active jobs (the jobs this run cancelled, whose end slurmctld has not sent it yet)."""
+    deadline = time.monotonic() + wait_for_jobs_s
+    while True:
+        rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
+        if rc == 0 or JOBS_ACTIVE not in out + err or time.monotonic() >= deadline:
+            return rc, out, err
+        time.sleep(1)
+
+
+def _jobs_active_hint(cancelled: list[str], waited: int) -> str:
+    if cancelled:
+        return f" slurmdbd still counted jobs active {waited} s after jobs {', '.join(cancelled)} were cancelled."
+    # squeue listed no job of it: slurmdbd holds records of jobs that never ended there.
+    return " squeue lists none of those jobs: see `sacctmgr show runawayjobs`."
 
 
 def _describe(jobs: list[dict[str, str]]) -> str:
@@ -225,12 +247,14 @@ def main() -> None:
 
     if module.check_mode:
         module.exit_json(**result)
+    cancelled, waited = result["cancelled_jobs"], params["cancel_timeout"]
     for change, argv in zip(changes, commands):  # noqa: B905 (3.8 nodes; one command per change)
-        rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
+        rc, out, err = _apply(module, argv, waited if change.removal and cancelled else 0)
         if rc != 0:
             done = result["changes"][: changes.index(change)]
+            hint = _jobs_active_hint(cancelled, waited) if JOBS_ACTIVE in out + err else ""
             module.fail_json(
-                msg=f"slurm_accounts: sacctmgr refused '{change.text}'",
+                msg=f"slurm_accounts: sacctmgr refused '{change.text}'.{hint}",
                 rc=rc,
                 stdout=out,
                 stderr=err,

@@ -50,7 +50,8 @@ class Node:
     """What the mocked node has: programs on PATH and the output each command line gives."""
 
     programs: set[str] = field(default_factory=set)
-    outputs: dict[str, tuple[int, str, str]] = field(default_factory=dict)  # "prog arg ..." prefix -> result
+    # "prog arg ..." prefix -> result, or a list of results given in turn (the last one from then on).
+    outputs: dict[str, tuple[int, str, str] | list[tuple[int, str, str]]] = field(default_factory=dict)
     calls: list[list[str]] = field(default_factory=list)
     environ: list[dict[str, str]] = field(default_factory=list)
 
@@ -59,7 +60,10 @@ class Node:
         matches = [key for key in self.outputs if line == key or line.startswith(key + " ")]
         if not matches:
             raise AssertionError(f"unexpected command {argv}")
-        return self.outputs[max(matches, key=len)]
+        result = self.outputs[max(matches, key=len)]
+        if isinstance(result, list):
+            return result.pop(0) if len(result) > 1 else result[0]
+        return result
 
 
 @dataclass

@@ -101,6 +101,54 @@ def test_allow_cancel_jobs_cancels_waits_then_removes(node, run):
     assert _changing(node)[-1] == ["delete", "account", "where", "Name=physics", "Cluster=cluster"]
 
 
+JOBS_ACTIVE = (1, "", read(fixture("sacctmgr", "delete-user-jobs-active-karaage.txt")))
+
+
+@pytest.fixture
+def cancelled_bob(node, monkeypatch):
+    """bob's running job 10 in the queue, gone from it once cancelled; no real sleeps."""
+    _database(node)
+    node.outputs[SQUEUE] = (0, read(fixture("squeue", "bob-sleep-job-running.txt")), "")
+    node.outputs[SQUEUE + " --jobs=10"] = (0, read(fixture("squeue", "empty-queue.txt")), "")
+    node.outputs["scancel"] = (0, "", "")
+    monkeypatch.setattr("time.sleep", lambda seconds: None)
+
+
+def test_a_removal_slurmdbd_refuses_for_the_cancelled_jobs_is_tried_again_until_it_records_their_end(
+    node, run, cancelled_bob
+):
+    # slurmdbd has not had the job's end from slurmctld yet: it refuses twice, then removes.
+    node.outputs["sacctmgr --immediate delete user"] = [JOBS_ACTIVE, JOBS_ACTIVE, (0, "", "")]
+    done = run("slurm_accounts", _args(**PHYSICS_GONE, allow_cancel_jobs=True))
+    assert not done.failed, done.result
+    deletes = [args[:2] for args in _changing(node) if args[0] == "delete"]
+    assert deletes == [["delete", "user"]] * 3 + [["delete", "account"]]
+
+
+def test_a_removal_still_refused_after_cancel_timeout_fails_saying_slurmdbd_counts_the_jobs(
+    node, run, cancelled_bob, monkeypatch
+):
+    node.outputs["sacctmgr --immediate delete user"] = JOBS_ACTIVE
+    clock = iter(range(0, 1000, 5))  # each reading of the clock 5 s later
+    monkeypatch.setattr("time.monotonic", lambda: next(clock))
+    done = run("slurm_accounts", _args(**PHYSICS_GONE, allow_cancel_jobs=True, cancel_timeout=30))
+    assert done.failed
+    assert done.result["msg"].startswith("slurm_accounts: sacctmgr refused 'remove user bob'.")
+    assert done.result["msg"].endswith("slurmdbd still counted jobs active 30 s after jobs 10 were cancelled.")
+    assert "Job(s) active, cancel job(s) before remove" in done.result["stderr"]
+    assert done.result["applied_before"] == []
+    assert not [args for args in _changing(node) if args[:2] == ["delete", "account"]]
+
+
+def test_a_removal_refused_for_jobs_squeue_does_not_list_is_not_retried_and_points_at_runaway_jobs(node, run):
+    _database(node)
+    node.outputs["sacctmgr --immediate delete user"] = [JOBS_ACTIVE, (0, "", "")]
+    done = run("slurm_accounts", _args(**PHYSICS_GONE))
+    assert done.failed
+    assert done.result["msg"].endswith("squeue lists none of those jobs: see `sacctmgr show runawayjobs`.")
+    assert [args[:2] for args in _changing(node)] == [["delete", "user"]]
+
+
 def test_a_refused_command_says_which_change_and_what_was_applied_before(node, run):
     _database(node, "fresh")
     node.outputs["sacctmgr --immediate add account"] = (1, "", " Problem adding accounts: Unknown parent\n")
