@@ -79,8 +79,9 @@ SAME_PROGRAM = {
 FINDS_NOTHING_IN_OTHER_TEXT = {"kernel_log_xid", "kernel_log_peermem"}
 
 # Fixture folders no parser reads: Molecule's logs of failed scenarios, read by tests/run_all.sh's
-# summary of why a scenario failed (tests/unit/test_run_all.py).
-NOT_PARSED = {"molecule_log"}
+# summary of why a scenario failed (tests/unit/test_run_all.py); sacctmgr's refusals, which the
+# slurm_accounts module tells apart by slurmdbd's message (tests/unit/plugins/modules/test_slurm_accounts.py).
+NOT_PARSED = {"molecule_log", "sacctmgr_refusal"}
 
 ALL = [(kind, path) for kind in sorted(PARSERS) for path in fixture_files(kind)]
 SOURCED = ALL + [(kind, path) for kind in sorted(NOT_PARSED) for path in fixture_files(kind)]

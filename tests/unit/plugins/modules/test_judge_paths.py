@@ -268,9 +268,9 @@ NO_MODULE = {
     "perfquery": "two readings (before, after), not one output: test_burnin_modules.py replays them in ib_counters",
 }
 # Outputs that are no check's: Slurm's accounting tables, read by the slurm_accounts module
-# (tests/unit/plugins/module_utils/test_sacctmgr.py), and Molecule's logs of failed scenarios, read
-# by tests/run_all.sh's summary (tests/unit/test_run_all.py).
-NOT_CHECKS = {"sacctmgr", "squeue", "molecule_log"}
+# (tests/unit/plugins/module_utils/test_sacctmgr.py) and its refusals, and Molecule's logs of failed
+# scenarios, read by tests/run_all.sh's summary (tests/unit/test_run_all.py).
+NOT_CHECKS = {"sacctmgr", "squeue", "sacctmgr_refusal", "molecule_log"}
 # Outputs a configuring module reads as state, not a check's: roce_qos reads `mlnx_qos -i`, or dcb's
 # PFC and APP table, to change only what differs (tests/unit/plugins/modules/test_roce_qos.py);
 # imex_channels reads /proc/devices for the channel major and imex_busy reads nvidia-smi's compute

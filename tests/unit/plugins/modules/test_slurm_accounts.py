@@ -101,7 +101,7 @@ def test_allow_cancel_jobs_cancels_waits_then_removes(node, run):
     assert _changing(node)[-1] == ["delete", "account", "where", "Name=physics", "Cluster=cluster"]
 
 
-JOBS_ACTIVE = (1, "", read(fixture("sacctmgr", "delete-user-jobs-active-karaage.txt")))
+JOBS_ACTIVE = (1, "", read(fixture("sacctmgr_refusal", "delete-user-jobs-active-karaage.txt")))
 
 
 @pytest.fixture
